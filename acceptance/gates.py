@@ -1,0 +1,75 @@
+"""The list of acceptance gates, in their default (cheapest first) order. The one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .choices import GateName
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    name: GateName
+    tools: tuple[str, ...]
+    multi_node: bool
+    # Threshold names a profile may set for this gate, with a one-line meaning each.
+    thresholds: dict[str, str]
+
+
+GATES: tuple[GateSpec, ...] = (
+    GateSpec(
+        GateName.ATTESTATION,
+        ("attestation",),
+        False,
+        {"require_signature": "the booted image's signature must verify (1 = yes)"},
+    ),
+    GateSpec(
+        GateName.GPU_HEALTH,
+        ("dcgm", "nvidia-smi", "xid"),
+        False,
+        {
+            "dcgm_level": "dcgmi diag run level (1-4)",
+            "max_uncorrectable_ecc": "uncorrectable ECC errors allowed per GPU",
+            "max_pending_row_remaps": "pending row remaps allowed per GPU",
+        },
+    ),
+    GateSpec(
+        GateName.NVBANDWIDTH,
+        ("nvbandwidth",),
+        False,
+        {"min_fraction_of_spec": "measured GPU-to-GPU bandwidth over the SKU's NVLink spec"},
+    ),
+    GateSpec(
+        GateName.FABRIC,
+        ("nccl",),
+        True,
+        {"min_busbw_fraction": "plateau all_reduce bus bandwidth over the SKU's line rate"},
+    ),
+    GateSpec(
+        GateName.STORAGE,
+        ("fio",),
+        False,
+        {
+            "min_read_mbps": "sequential read throughput SLA, MB/s",
+            "min_write_mbps": "sequential write throughput SLA, MB/s",
+        },
+    ),
+    GateSpec(
+        GateName.REFERENCE_JOB,
+        ("gpu-burn",),
+        False,
+        {"duration_s": "length of the reference job, seconds"},
+    ),
+    GateSpec(
+        GateName.BURN_IN,
+        ("gpu-burn", "nvidia-smi", "xid"),
+        False,
+        {
+            "soak_hours": "length of the soak, hours",
+            "max_gpu_temp_c": "highest GPU temperature allowed, Celsius",
+            "sample_interval_s": "telemetry sampling interval, seconds",
+        },
+    ),
+)
+
+GATES_BY_NAME: dict[str, GateSpec] = {str(g.name): g for g in GATES}

@@ -1,0 +1,73 @@
+"""Recording events: the audit log, the live feed and the node timeline all read these rows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+from .live import FLEET_GROUP, EventPayload, node_group, publisher, rack_group, site_group
+from .models import Event
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from .models import Node
+
+
+def event_payload(event: Event, node: Node | None) -> EventPayload:
+    """The wire shape of an event, for browsers and WebSocket clients."""
+    return {
+        "seq": event.pk,
+        "kind": event.kind,
+        "node": (
+            {
+                "id": node.pk,
+                "serial": node.serial,
+                "state": node.state,
+                "rack_id": node.rack_id,
+                "position": node.position,
+            }
+            if node is not None
+            else None
+        ),
+        "message": event.message,
+        "data": event.data,
+        "actor": event.author(),
+        "created_at": event.created_at.isoformat(),
+    }
+
+
+def record(
+    node: Node | None,
+    kind: str,
+    *,
+    actor: AbstractBaseUser | None = None,
+    actor_label: str = "",
+    message: str = "",
+    data: dict[str, Any] | None = None,
+    publish: bool = True,
+) -> Event:
+    """Append an event and publish it to live viewers once the surrounding transaction commits."""
+    event = Event.objects.create(
+        node=node,
+        rack_id=node.rack_id if node is not None else None,
+        kind=kind,
+        actor=actor if actor is not None and actor.is_authenticated else None,
+        actor_label=actor_label,
+        message=message,
+        data=data or {},
+    )
+    if publish:
+        payload = event_payload(event, node)
+        groups = [FLEET_GROUP]
+        if node is not None:
+            groups.append(node_group(node.pk))
+            if node.rack_id is not None:
+                groups.append(rack_group(node.rack_id))
+                site_id = node.rack.site_id if node.rack_id else None
+                if site_id:
+                    groups.append(site_group(site_id))
+        # on_commit: a browser must never see an event whose row a rollback then removed.
+        transaction.on_commit(lambda: publisher.publish_event(payload, groups))
+    return event

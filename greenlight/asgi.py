@@ -1,0 +1,32 @@
+"""ASGI entry point: HTTP through Django, WebSockets through Channels (authenticated, origin-checked)."""
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "greenlight.settings")
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_asgi_app = get_asgi_application()
+
+from fleet.routing import websocket_urlpatterns  # noqa: E402  (needs the app registry)
+
+http_app = django_asgi_app
+if settings.SERVE_STATIC:
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    http_app = ASGIStaticFilesHandler(django_asgi_app)
+
+application = ProtocolTypeRouter(
+    {
+        "http": http_app,
+        # Origin validation against ALLOWED_HOSTS refuses foreign pages; the consumer refuses
+        # anonymous users in connect().
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

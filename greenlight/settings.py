@@ -1,0 +1,166 @@
+"""Greenlight's one settings module. Every knob comes from the environment; see README.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from .embedded_redis import ensure_embedded_redis
+from .env import env_bool, env_float, env_int, env_list, env_str, generated_secret
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("GREENLIGHT_VAR_DIR", str(BASE_DIR / "var")))
+
+SECRET_KEY = env_str("SECRET_KEY") or generated_secret(VAR_DIR / "secret_key")
+# Key for BMC passwords at rest (Fernet); separate from SECRET_KEY so rotating one does not
+# make every stored BMC password unreadable.
+FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY") or generated_secret(VAR_DIR / "field_key")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "channels",
+    "fleet",
+    "provisioning",
+    "acceptance",
+    "lab",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "greenlight.urls"
+ASGI_APPLICATION = "greenlight.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "greenlight.sqlite3",
+            "OPTIONS": {
+                # WAL lets the web server read while a worker writes; IMMEDIATE takes the write
+                # lock at BEGIN so concurrent writers queue instead of failing mid-transaction.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 30,
+            },
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL") or ensure_embedded_redis(VAR_DIR)
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNEL_PREFIX", "greenlight")},
+    }
+}
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_TASK_IGNORE_RESULT = True  # task history lives in our own models (runs, phase records)
+CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another worker
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 4
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "greenlight")
+CELERY_BEAT_SCHEDULE = {
+    "sweep-lost-runs": {
+        "task": "provisioning.tasks.sweep",
+        "schedule": env_float("GREENLIGHT_SWEEP_SECONDS", 30.0),
+    },
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+# The demo serves static files from the ASGI app itself; production puts them behind a proxy.
+SERVE_STATIC = env_bool("SERVE_STATIC", True)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+}
+SPECTACULAR_SETTINGS = {"TITLE": "Greenlight API", "VERSION": "1.0.0"}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
+}
+
+# --- Greenlight's own knobs -------------------------------------------------------------------
+
+# How fast Greenlight's clock runs against the wall: 1 in production; the lab sets the same
+# factor as its own time scale so that a 20-minute phase limit is 20 lab minutes.
+GREENLIGHT_TIME_SCALE = env_float("GREENLIGHT_TIME_SCALE", 1.0)
+# The URL the in-band agent uses to reach Greenlight.
+GREENLIGHT_AGENT_URL = env_str("GREENLIGHT_AGENT_URL", "http://127.0.0.1:8000")
+# Nodes of one rack powered on at the same time (spares the PDUs).
+GREENLIGHT_POWER_ON_BATCH = env_int("GREENLIGHT_POWER_ON_BATCH", 4)
+GREENLIGHT_TRANSIENT_BUDGET = env_int("GREENLIGHT_TRANSIENT_BUDGET", 12)
+GREENLIGHT_FAILURE_BUDGET = env_int("GREENLIGHT_FAILURE_BUDGET", 2)
+# The scheduler adapter that drains nodes before a wipe: "lab", "slurm" or "kubernetes".
+GREENLIGHT_SCHEDULER = env_str("GREENLIGHT_SCHEDULER", "lab")
+# Coalescing window for live updates to browsers, in milliseconds.
+GREENLIGHT_LIVE_COALESCE_MS = env_int("GREENLIGHT_LIVE_COALESCE_MS", 250)
