@@ -1,12 +1,15 @@
-"""Acceptance: profiles per SKU (versioned like manifests)."""
+"""Acceptance: profiles per SKU, gate results with their findings, soak telemetry, decisions."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from fleet.choices import DocumentStatus
 from fleet.models import Sku, VersionedDocument
 
+from .choices import VERDICT_COLORS, DecisionKind, GateName, Verdict
 from .profiles import parse_profile
 
 
@@ -32,3 +35,71 @@ class AcceptanceProfile(VersionedDocument):
     def current_for(cls, sku: Sku) -> AcceptanceProfile | None:
         """The published profile of a SKU."""
         return cls.objects.filter(sku=sku, status=DocumentStatus.PUBLISHED).first()
+
+
+class GateResult(models.Model):
+    """One gate on one node in one run: raw output, metrics, thresholds, verdict and findings."""
+
+    run = models.ForeignKey(
+        "provisioning.Run", on_delete=models.CASCADE, related_name="gate_results"
+    )
+    node = models.ForeignKey("fleet.Node", on_delete=models.CASCADE, related_name="gate_results")
+    gate = models.CharField(max_length=30, choices=GateName.choices)
+    verdict = models.CharField(max_length=10, choices=Verdict.choices)
+    raw_output = models.JSONField(default=dict, help_text="{tool: the tool's output as text}")
+    metrics = models.JSONField(default=dict)
+    thresholds = models.JSONField(default=dict)
+    findings = models.JSONField(default=list, help_text="[{part, part_serial, kind, message}]")
+    tool_versions = models.JSONField(default=dict)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "started_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "gate"], name="gate_result_one_per_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gate} on {self.node_id}: {self.verdict}"
+
+    def get_verdict_color(self) -> str:
+        return VERDICT_COLORS[Verdict(self.verdict)]
+
+
+class SoakSample(models.Model):
+    """One telemetry sample of a burn-in soak, for the UI's chart."""
+
+    gate_result = models.ForeignKey(GateResult, on_delete=models.CASCADE, related_name="samples")
+    lab_t_s = models.FloatField(help_text="Seconds since the soak started (node's clock)")
+    gpu_temps_c = models.JSONField(default=list)
+    gpu_power_w = models.JSONField(default=list)
+    busbw_gbps = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["gate_result", "lab_t_s"]
+
+    def __str__(self) -> str:
+        return f"sample t={self.lab_t_s}"
+
+
+class Decision(models.Model):
+    """A person's approve or quarantine of a node, with who, when and why."""
+
+    node = models.ForeignKey("fleet.Node", on_delete=models.PROTECT, related_name="decisions")
+    run = models.ForeignKey(
+        "provisioning.Run", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    kind = models.CharField(max_length=20, choices=DecisionKind.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reason = models.TextField(blank=True)
+    override = models.BooleanField(
+        default=False, help_text="Approved although not every gate passed (fleet admin only)"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.node_id} by {self.actor_id}"

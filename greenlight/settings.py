@@ -87,13 +87,24 @@ else:
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Tests with a real worker need the test database on disk, not in memory.
+DATABASES["default"].setdefault("TEST", {})
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    DATABASES["default"]["TEST"]["NAME"] = VAR_DIR / "test_greenlight.sqlite3"
+
+# Parallel test processes (pytest-xdist) share one Redis: each gets its own channel prefix and
+# Celery queue so their messages never cross.
+_TEST_WORKER = env_str("PYTEST_XDIST_WORKER")
 
 REDIS_URL = env_str("REDIS_URL") or ensure_embedded_redis(VAR_DIR)
 
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNEL_PREFIX", "greenlight")},
+        "CONFIG": {
+            "hosts": [REDIS_URL],
+            "prefix": env_str("CHANNEL_PREFIX", "greenlight" + _TEST_WORKER),
+        },
     }
 }
 
@@ -103,7 +114,7 @@ CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for 
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
-CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "greenlight")
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "greenlight" + _TEST_WORKER)
 CELERY_BEAT_SCHEDULE = {
     "sweep-lost-runs": {
         "task": "provisioning.tasks.sweep",

@@ -1,0 +1,111 @@
+"""What every parser returns: the tool's facts, the parts it blames, or why it cannot be read.
+
+Pure Python on purpose: the agent, the lab and the tests import parsers without Django.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    """How bad a finding is. Only CRITICAL fails a gate on its own."""
+
+    CRITICAL = "critical"
+    # The part must be reset (not replaced) before acceptance; a recurrence is CRITICAL.
+    RESET_REQUIRED = "reset_required"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One observation about one part, e.g. part="GPU 3", message="GPU 3: XID 79 (...)"."""
+
+    part: str
+    kind: str  # gpu, nic, nvme, nvswitch, nvlink, node
+    message: str
+    severity: Severity = Severity.CRITICAL
+    # Machine-readable reason, so judging can weigh a finding against a threshold.
+    code: str = ""
+    part_serial: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        """Return the finding as JSON-able data."""
+        data = asdict(self)
+        data["severity"] = str(self.severity)
+        return data
+
+
+@dataclass
+class ParseResult:
+    """A tool's output read into metrics and findings, or an error saying why it cannot be judged."""
+
+    tool: str
+    version: str | None = None
+    driver_version: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the output could be read."""
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the result as JSON-able data (the gate_parse shape)."""
+        return {
+            "tool": self.tool,
+            "version": self.version,
+            "driver_version": self.driver_version,
+            "metrics": self.metrics,
+            "findings": [f.to_dict() for f in self.findings],
+            "error": self.error,
+        }
+
+
+def failed(tool: str, reason: str) -> ParseResult:
+    """Return a result that says the output cannot be judged (never a pass)."""
+    return ParseResult(tool=tool, error=reason)
+
+
+def blank_reason(text: str) -> str | None:
+    """Say why text is unusable before parsing it at all: empty, whitespace or binary."""
+    if not text or not text.strip():
+        return "empty output"
+    if "\x00" in text:
+        return "binary data, not tool output"
+    return None
+
+
+def load_json_object(text: str) -> tuple[dict | None, str | None]:
+    """Read a JSON object, skipping the banner lines some tools print before it."""
+    start = text.find("{")
+    if start < 0:
+        return None, "no JSON object in the output"
+    try:
+        data = json.loads(text[start:])
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text[start:].rstrip()) - 1:
+            return None, f"truncated JSON (ends at line {exc.lineno})"
+        return None, f"not valid JSON: {exc.msg} at line {exc.lineno}"
+    if not isinstance(data, dict):
+        return None, "JSON is not an object"
+    return data, None
+
+
+def to_float(value: Any) -> float | None:
+    """Read a number from '34 C', '690.52 W', '12', 'N/A' (None)."""
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    head = str(value).strip().split(" ")[0]
+    try:
+        return float(head)
+    except ValueError:
+        return None

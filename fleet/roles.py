@@ -1,0 +1,82 @@
+"""Roles as Django groups: who may do what (DESIGN.md, Trust). The one table of role permissions."""
+
+from __future__ import annotations
+
+SITE_TECH = "site tech"
+FLEET_ADMIN = "fleet admin"
+DCIM_READER = "DCIM reader"
+
+_READ = [
+    "fleet.view_site",
+    "fleet.view_rack",
+    "fleet.view_sku",
+    "fleet.view_node",
+    "fleet.view_component",
+    "fleet.view_manifest",
+    "fleet.view_event",
+    "provisioning.view_run",
+    "provisioning.view_phaserecord",
+    "provisioning.view_wiperequest",
+    "provisioning.view_wipecertificate",
+    "acceptance.view_acceptanceprofile",
+    "acceptance.view_gateresult",
+    "acceptance.view_soaksample",
+    "acceptance.view_decision",
+]
+
+_SITE_TECH = _READ + [
+    "fleet.start_run",
+    "fleet.approve_node",
+    "fleet.quarantine_node",
+    "acceptance.add_decision",
+]
+
+ROLE_PERMISSIONS: dict[str, list[str]] = {
+    # Watches racks, starts runs, approves and quarantines.
+    SITE_TECH: _SITE_TECH,
+    # Everything a tech does, plus manifests, profiles, the fleet's inventory and wipes.
+    FLEET_ADMIN: _SITE_TECH
+    + [
+        "fleet.add_site",
+        "fleet.change_site",
+        "fleet.add_rack",
+        "fleet.change_rack",
+        "fleet.add_sku",
+        "fleet.change_sku",
+        "fleet.add_node",
+        "fleet.change_node",
+        "fleet.add_manifest",
+        "fleet.change_manifest",
+        "fleet.skip_phase",
+        "fleet.override_approval",
+        "acceptance.add_acceptanceprofile",
+        "acceptance.change_acceptanceprofile",
+        "provisioning.add_wiperequest",
+        "provisioning.change_wiperequest",
+    ],
+    # Reads inventory, state and verdicts through the API; writes nothing.
+    DCIM_READER: _READ,
+}
+
+
+def sync_roles(apps, schema_editor=None) -> None:
+    """Create the role groups and give each exactly its permissions (a migration's RunPython)."""
+    from django.contrib.auth.management import create_permissions
+
+    # Permissions are normally created after migrate; the groups need them now.
+    for app_config in apps.get_app_configs():
+        app_config.models_module = True
+        create_permissions(app_config, apps=apps, verbosity=0)
+        app_config.models_module = None
+
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    for role, names in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        perms = []
+        for name in names:
+            app_label, codename = name.split(".")
+            perms.append(
+                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+            )
+        group.permissions.set(perms)

@@ -1,0 +1,76 @@
+"""Choices of the provisioning app, each visible status with its colour."""
+
+from django.db import models
+
+
+class RunKind(models.TextChoices):
+    PROVISION = "provision", "Provision"
+    REPROVISION = "reprovision", "Re-provision"
+    WIPE = "wipe", "Tenant release wipe"
+
+
+class RunStatus(models.TextChoices):
+    """Where a run is. QUEUED/RUNNING/WAITING are active: at most one such run per node."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    WAITING = "waiting", "Waiting"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    ABORTED = "aborted", "Aborted"
+
+
+ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
+
+RUN_STATUS_COLORS = {
+    RunStatus.QUEUED: "gray",
+    RunStatus.RUNNING: "blue",
+    RunStatus.WAITING: "indigo",
+    RunStatus.SUCCEEDED: "green",
+    RunStatus.FAILED: "red",
+    RunStatus.ABORTED: "black",
+}
+
+
+class PhaseStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    WAITING = "waiting", "Waiting"
+    DONE = "done", "Done"
+    SKIPPED = "skipped", "Skipped"
+    FAILED = "failed", "Failed"
+
+
+PHASE_STATUS_COLORS = {
+    PhaseStatus.PENDING: "gray",
+    PhaseStatus.RUNNING: "blue",
+    PhaseStatus.WAITING: "indigo",
+    PhaseStatus.DONE: "green",
+    PhaseStatus.SKIPPED: "teal",
+    PhaseStatus.FAILED: "red",
+}
+
+
+class AgentEnvironment(models.TextChoices):
+    EPHEMERAL = "ephemeral", "Ephemeral (PXE) environment"
+    HOST_OS = "host_os", "Installed host OS"
+
+
+class CommandStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    SENT = "sent", "Sent to the agent"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    LOST = "lost", "Lost (agent rebooted)"
+
+
+class WipeStatus(models.TextChoices):
+    REQUESTED = "requested", "Requested"
+    IN_PROGRESS = "in_progress", "In progress"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class CertificateResult(models.TextChoices):
+    PASSED = "passed", "Passed"
+    FAILED = "failed", "Failed"

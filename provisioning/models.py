@@ -1,0 +1,218 @@
+"""Runs, their phase records, the in-band agent's sessions and commands, and tenant wipes."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from fleet.models import Manifest, Node
+
+from .choices import (
+    ACTIVE_RUN_STATUSES,
+    RUN_STATUS_COLORS,
+    AgentEnvironment,
+    CertificateResult,
+    CommandStatus,
+    PhaseStatus,
+    RunKind,
+    RunStatus,
+    WipeStatus,
+)
+
+
+class Run(models.Model):
+    """One attempt to bring one node to its manifest, with its progress in typed columns."""
+
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="runs")
+    kind = models.CharField(max_length=20, choices=RunKind.choices, default=RunKind.PROVISION)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    manifest = models.ForeignKey(Manifest, on_delete=models.PROTECT, related_name="runs")
+    current_phase = models.CharField(max_length=40, blank=True)
+    # Bumped by every engine step (compare-and-set): a duplicate or stale task sees a different
+    # value and does nothing, so a re-delivered message never applies a phase twice.
+    step = models.PositiveIntegerField(default=0)
+    next_look_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    wait_reason = models.CharField(max_length=300, blank=True)
+    last_error = models.TextField(blank=True)
+    transient_budget = models.PositiveSmallIntegerField(default=0)
+    failure_budget = models.PositiveSmallIntegerField(default=0)
+    transient_used = models.PositiveSmallIntegerField(default=0)
+    failure_used = models.PositiveSmallIntegerField(default=0)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node"],
+                condition=models.Q(status__in=ACTIVE_RUN_STATUSES),
+                name="run_one_active_per_node",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.kind}) of {self.node_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_RUN_STATUSES
+
+    def get_status_color(self) -> str:
+        return RUN_STATUS_COLORS[RunStatus(self.status)]
+
+
+class PhaseRecord(models.Model):
+    """One phase of one run: written before it applies anything, updated as it goes."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="phases")
+    phase = models.CharField(max_length=40)
+    order = models.PositiveSmallIntegerField()
+    status = models.CharField(
+        max_length=20, choices=PhaseStatus.choices, default=PhaseStatus.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    wait_reason = models.CharField(max_length=300, blank=True)
+    compared = models.JSONField(default=dict, blank=True, help_text="What observe/diff saw")
+    changes = models.JSONField(
+        default=list, blank=True, help_text="[{component, from, to}] applied by this phase"
+    )
+    log = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "order"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "phase"], name="phase_unique_per_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.phase} of run {self.run_id}: {self.status}"
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class AgentSession(models.Model):
+    """One boot of a node's agent: the token it was issued speaks for this node and boot only."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="agent_sessions")
+    boot_id = models.CharField(max_length=64)
+    environment = models.CharField(max_length=20, choices=AgentEnvironment.choices)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "boot_id"], name="agent_session_unique_boot"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} boot {self.boot_id}"
+
+
+class AgentCommand(models.Model):
+    """A command for a node's agent, bound to the boot it was issued for."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="agent_commands")
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="agent_commands", null=True, blank=True
+    )
+    phase = models.CharField(max_length=40, blank=True)
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, related_name="commands", null=True, blank=True
+    )
+    kind = models.CharField(max_length=40)
+    params = models.JSONField(default=dict, blank=True)
+    status = models.CharField(
+        max_length=20, choices=CommandStatus.choices, default=CommandStatus.QUEUED
+    )
+    result = models.JSONField(default=dict, blank=True)
+    output = models.TextField(blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["session", "status"], name="agentcmd_session_status")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.node_id}: {self.status}"
+
+
+class WipeRequest(models.Model):
+    """A tenant release: which nodes, for whom, requested by whom."""
+
+    tenant = models.CharField(max_length=100)
+    allocation_ref = models.CharField(max_length=100)
+    nodes = models.ManyToManyField(Node, related_name="wipe_requests")
+    status = models.CharField(
+        max_length=20, choices=WipeStatus.choices, default=WipeStatus.REQUESTED
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "allocation_ref"], name="wipe_unique_allocation"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"wipe {self.tenant}/{self.allocation_ref}"
+
+
+class WipeCertificate(models.Model):
+    """Proof that a node's drives were purged (NIST SP 800-88). Immutable once written."""
+
+    wipe_request = models.ForeignKey(
+        WipeRequest, on_delete=models.PROTECT, related_name="certificates"
+    )
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="wipe_certificates")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+", null=True)
+    result = models.CharField(max_length=10, choices=CertificateResult.choices)
+    drives = models.JSONField(
+        default=list,
+        help_text="[{model, serial, method, tool, result, verification, started_at, finished_at}]",
+    )
+    requested_by = models.CharField(max_length=150)
+    approved_by = models.CharField(max_length=150, blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["wipe_request", "node"], name="wipe_certificate_one_per_node"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"wipe certificate {self.node_id}: {self.result}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise TypeError("wipe certificates are immutable")
+        super().save(*args, **kwargs)

@@ -1,0 +1,314 @@
+"""The HTTP layer under the Redfish client: auth, per-BMC concurrency cap, bounded retries, errors.
+
+Everything that turns an HTTP exchange into plain JSON or a typed error lives here, so the
+resource code above it never sees httpx.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from . import errors
+from .tls import find_pin_mismatch, pinned_context
+
+log = logging.getLogger(__name__)
+
+# A BMC is a small embedded computer: a handful of parallel requests is what it serves well.
+DEFAULT_MAX_CONCURRENCY = 4
+_caps: dict[str, threading.BoundedSemaphore] = {}
+_caps_lock = threading.Lock()
+
+
+def bmc_slot(base_url: str, limit: int) -> threading.BoundedSemaphore:
+    """The process-wide semaphore capping concurrent requests to one BMC."""
+    parts = urlsplit(base_url)
+    key = f"{parts.hostname}:{parts.port}"
+    with _caps_lock:
+        if key not in _caps:
+            _caps[key] = threading.BoundedSemaphore(limit)
+        return _caps[key]
+
+
+@dataclass
+class Answer:
+    """One decoded Redfish answer: status, headers that matter, and the JSON body (or None)."""
+
+    status: int
+    url: str
+    body: dict[str, Any] | None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def location(self) -> str | None:
+        return self.headers.get("location")
+
+    @property
+    def etag(self) -> str | None:
+        return self.headers.get("etag") or (self.body or {}).get("@odata.etag")
+
+
+class Transport:
+    """One BMC connection: a reused httpx.Client, a login session, retries, typed errors."""
+
+    def __init__(
+        self,
+        base_url: str,
+        username: str,
+        password: str,
+        *,
+        fingerprint: str | None = None,
+        timeout: float = 10.0,
+        retries: int = 3,
+        backoff: float = 0.2,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    ) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not a BMC URL: {base_url!r}")
+        if parts.username or parts.password:
+            raise ValueError("put BMC credentials in --username/--password, not in the URL")
+        self.base_url = f"{parts.scheme}://{parts.netloc}"
+        self.username = username
+        self._password = password
+        self.retries = retries
+        self.backoff = backoff
+        self.timeout = timeout
+        if parts.scheme == "https" and fingerprint:
+            verify: Any = pinned_context(fingerprint)
+        else:
+            # https without a pin: ordinary CA verification, never verify=False.
+            verify = True
+        self._http = httpx.Client(timeout=timeout, verify=verify, follow_redirects=False)
+        self._slot = bmc_slot(self.base_url, max_concurrency)
+        self.session_token: str | None = None
+        self.session_uri: str | None = None
+        self.use_basic = False
+        self._sessions_path: str | None = None
+        self._relogged = False
+
+    # -- auth -------------------------------------------------------------------------------
+
+    def login(self, sessions_path: str | None) -> None:
+        """Open a session through SessionService, or fall back to basic auth if none is offered."""
+        self._sessions_path = sessions_path
+        if not sessions_path:
+            self.use_basic = True
+            return
+        try:
+            answer = self.request(
+                "POST",
+                sessions_path,
+                json={"UserName": self.username, "Password": self._password},
+                auth=False,
+            )
+        except (errors.ResourceMissing, errors.ActionNotSupported, errors.RequestRejected):
+            # Some BMCs list SessionService but do not implement it; basic auth still works.
+            self.use_basic = True
+            return
+        token = answer.headers.get("x-auth-token")
+        if not token:
+            self.use_basic = True
+            return
+        self.session_token = token
+        location = answer.location or (answer.body or {}).get("@odata.id")
+        self.session_uri = self.absolute(location) if location else None
+
+    def logout(self) -> None:
+        """Delete the session (BMCs have few session slots) and close the connection pool."""
+        try:
+            if self.session_token and self.session_uri:
+                try:
+                    self.request("DELETE", self.session_uri, retry=False)
+                except errors.RedfishError as exc:
+                    log.warning("logout from %s failed: %s", self.base_url, exc)
+        finally:
+            self.session_token = None
+            self._http.close()
+
+    def _auth_headers(self) -> tuple[dict[str, str], httpx.BasicAuth | None]:
+        if self.session_token:
+            return {"X-Auth-Token": self.session_token}, None
+        return {}, httpx.BasicAuth(self.username, self._password)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def absolute(self, path: str) -> str:
+        """A full URL for a path or URL the BMC gave."""
+        return urljoin(self.base_url + "/", path)
+
+    def get(self, path: str) -> Answer:
+        """GET a resource; the body must be a JSON object."""
+        answer = self.request("GET", path)
+        if answer.body is None:
+            raise errors.NotJson(answer.url, "the BMC answered an empty body", status=answer.status)
+        return answer
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        files: Any = None,
+        data: Any = None,
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+        retry: bool = True,
+    ) -> Answer:
+        """Send one request with bounded retries for 503 and dropped connections only."""
+        url = self.absolute(path)
+        attempts = (self.retries if retry else 0) + 1
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                response = self._send(method, url, json, files, data, headers, auth)
+            except httpx.TimeoutException:
+                # Not retried: the BMC may be acting on the request; the engine decides.
+                raise errors.BmcUnreachable(
+                    url, f"no answer within {self.timeout:g}s (timed out)"
+                ) from None
+            except httpx.TransportError as exc:
+                mismatch = find_pin_mismatch(exc)
+                if mismatch is not None:
+                    raise errors.CertificateMismatch(
+                        url,
+                        f"the BMC presented certificate {mismatch.presented}, "
+                        f"not the pinned {mismatch.expected}",
+                    ) from None
+                if _is_cert_failure(exc):
+                    raise errors.CertificateUntrusted(
+                        url, f"certificate not trusted and no fingerprint pinned: {exc}"
+                    ) from None
+                # A dropped connection: a POST may already be in effect, so only a connect
+                # failure (nothing was sent) is retried for it.
+                retriable = method in ("GET", "HEAD", "DELETE") or isinstance(
+                    exc, httpx.ConnectError
+                )
+                if last or not retriable:
+                    raise errors.BmcUnreachable(
+                        url, f"connection failed: {type(exc).__name__}: {exc}"
+                    ) from None
+                self._pause(attempt, None)
+                continue
+            if response.status_code == 503 and not last:
+                self._pause(attempt, response.headers.get("retry-after"))
+                continue
+            if response.status_code == 401 and auth and self.session_token and not self._relogged:
+                # A session can expire under us (BMC reboot, idle timeout): log in afresh once.
+                self._relogged = True
+                self.session_token = None
+                self.login(self._sessions_path)
+                return self.request(
+                    method, path, json=json, files=files, data=data, headers=headers, retry=retry
+                )
+            return self._decode(method, url, response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send(self, method, url, json, files, data, headers, auth) -> httpx.Response:
+        extra, basic = self._auth_headers() if auth else ({}, None)
+        merged = {"Accept": "application/json", **extra, **(headers or {})}
+        with self._slot:
+            return self._http.request(
+                method,
+                url,
+                json=json,
+                files=files,
+                data=data,
+                headers=merged,
+                auth=basic if basic is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+
+    def _pause(self, attempt: int, retry_after: str | None) -> None:
+        delay = self.backoff * (2**attempt)
+        if retry_after and retry_after.isdigit():
+            # Honour the BMC's hint, but never sleep long: the engine reschedules long waits.
+            delay = max(delay, min(float(retry_after), 2.0))
+        time.sleep(delay)
+
+    def _decode(self, method: str, url: str, response: httpx.Response) -> Answer:
+        status = response.status_code
+        headers = {k.lower(): v for k, v in response.headers.items()}
+        body = self._parse_body(url, response) if status != 204 else None
+        if status < 400:
+            return Answer(status, url, body, headers)
+        message = self._scrub(_error_message(body) or response.reason_phrase or "")
+        what = f"{method} answered {status}" + (f": {message}" if message else "")
+        raise _status_error(url, status, what)
+
+    def _parse_body(self, url: str, response: httpx.Response) -> dict[str, Any] | None:
+        text = response.text
+        if not text.strip():
+            return None
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        looks_json = ctype.endswith("json") or text.lstrip()[:1] in "{["
+        if not looks_json:
+            kind = "an HTML page" if "html" in ctype or "<html" in text[:500].lower() else ctype
+            raise errors.NotJson(
+                url,
+                f"expected JSON, the BMC answered {kind or 'an untyped body'} "
+                f"(HTTP {response.status_code})",
+                status=response.status_code,
+            )
+        try:
+            body = json.loads(text)
+        except ValueError as exc:
+            raise errors.InvalidJson(
+                url, f"the body does not parse as JSON: {exc}", status=response.status_code
+            ) from None
+        if not isinstance(body, dict):
+            raise errors.InvalidJson(url, "the body is JSON but not an object")
+        return body
+
+    def _scrub(self, text: str) -> str:
+        """Remove the password from BMC-supplied text before it can reach a log or an event."""
+        return text.replace(self._password, "***") if self._password else text
+
+
+def _is_cert_failure(exc: BaseException) -> bool:
+    current: BaseException | None = exc
+    while current is not None:
+        if "CERTIFICATE_VERIFY_FAILED" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _error_message(body: dict[str, Any] | None) -> str:
+    """The human message of a Redfish error body, including its first extended message."""
+    if not body:
+        return ""
+    error = body.get("error") or {}
+    if not isinstance(error, dict):
+        return str(error)
+    parts = [str(error.get("message", ""))]
+    for info in error.get("@Message.ExtendedInfo") or []:
+        if isinstance(info, dict) and info.get("Message"):
+            parts.append(str(info["Message"]))
+            break
+    return " ".join(p for p in parts if p).strip()
+
+
+def _status_error(url: str, status: int, what: str) -> errors.RedfishError:
+    if status == 401:
+        return errors.AuthenticationRefused(url, f"authentication refused: {what}", status=status)
+    if status == 403:
+        return errors.ConfigurationError(url, f"forbidden: {what}", status=status)
+    if status == 404:
+        return errors.ResourceMissing(url, f"resource missing: {what}", status=status)
+    if status in (405, 501):
+        return errors.ActionNotSupported(url, f"not supported by this BMC: {what}", status=status)
+    if status == 412:
+        return errors.PreconditionFailed(url, f"changed since read: {what}", status=status)
+    if status == 503:
+        return errors.BmcBusy(url, f"BMC busy after retries: {what}", status=status)
+    if status >= 500:
+        return errors.BmcError(url, f"BMC failure: {what}", status=status)
+    return errors.RequestRejected(url, f"request rejected: {what}", status=status)
