@@ -16,7 +16,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from . import errors
+from . import errors, quirks
 from .tls import find_pin_mismatch, pinned_context
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,7 @@ class Transport:
         self.use_basic = False
         self._sessions_path: str | None = None
         self._relogged = False
+        self._gated: dict[tuple[str, str], errors.ConfigurationError] = {}
 
     # -- auth -------------------------------------------------------------------------------
 
@@ -165,6 +166,10 @@ class Transport:
     ) -> Answer:
         """Send one request with bounded retries for 503 and dropped connections only."""
         url = self.absolute(path)
+        gated = self._gated.get((method, url))
+        if gated is not None:
+            # A licence-gated feature stays gated: report it again without bothering the BMC.
+            raise gated
         attempts = (self.retries if retry else 0) + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
@@ -209,7 +214,12 @@ class Transport:
                 return self.request(
                     method, path, json=json, files=files, data=data, headers=headers, retry=retry
                 )
-            return self._decode(method, url, response)
+            try:
+                return self._decode(method, url, response)
+            except errors.ConfigurationError as exc:
+                if "licence" in exc.reason:
+                    self._gated[(method, url)] = exc
+                raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send(self, method, url, json, files, data, headers, auth) -> httpx.Response:
@@ -300,6 +310,10 @@ def _status_error(url: str, status: int, what: str) -> errors.RedfishError:
     if status == 401:
         return errors.AuthenticationRefused(url, f"authentication refused: {what}", status=status)
     if status == 403:
+        if quirks.is_licence_refusal(what):
+            return errors.ConfigurationError(
+                url, f"licence required for this feature (not retried): {what}", status=status
+            )
         return errors.ConfigurationError(url, f"forbidden: {what}", status=status)
     if status == 404:
         return errors.ResourceMissing(url, f"resource missing: {what}", status=status)
