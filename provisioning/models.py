@@ -81,6 +81,17 @@ class PhaseRecord(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     deadline_at = models.DateTimeField(null=True, blank=True)
     wait_reason = models.CharField(max_length=300, blank=True)
+    # Where the phase is inside itself (observe, applying, rebooting, verifying...): a typed
+    # column, so a resumed phase knows what it already did without trusting a JSON bag.
+    stage = models.CharField(max_length=30, blank=True)
+    bmc_task = models.CharField(max_length=300, blank=True, help_text="BMC task monitor URI")
+    command = models.ForeignKey(
+        "AgentCommand", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    boot_id_before = models.CharField(
+        max_length=64, blank=True, help_text="Agent boot id before the reboot this phase caused"
+    )
+    stage_started_at = models.DateTimeField(null=True, blank=True)
     compared = models.JSONField(default=dict, blank=True, help_text="What observe/diff saw")
     changes = models.JSONField(
         default=list, blank=True, help_text="[{component, from, to}] applied by this phase"
@@ -110,6 +121,9 @@ class AgentSession(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="agent_sessions")
     boot_id = models.CharField(max_length=64)
     environment = models.CharField(max_length=20, choices=AgentEnvironment.choices)
+    agent_url = models.CharField(
+        max_length=200, default="", help_text="Where Greenlight reaches this agent"
+    )
     token_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)
