@@ -1,0 +1,20 @@
+"""One pure parser per tool; PARSERS maps the tool's command name to its parse function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import dcgm, fio, gpu_burn, nccl, nvbandwidth, nvidia_smi, xid
+from .base import Finding, ParseResult, Severity
+
+PARSERS: dict[str, Callable[[str], ParseResult]] = {
+    "dcgm": dcgm.parse,
+    "nccl": nccl.parse,
+    "nvbandwidth": nvbandwidth.parse,
+    "fio": fio.parse,
+    "gpu-burn": gpu_burn.parse,
+    "nvidia-smi": nvidia_smi.parse,
+    "xid": xid.parse,
+}
+
+__all__ = ["PARSERS", "Finding", "ParseResult", "Severity"]

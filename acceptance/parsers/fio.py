@@ -1,0 +1,90 @@
+"""`fio --output-format=json`: per job read/write bandwidth (KiB/s), IOPS, latency and errors."""
+
+from __future__ import annotations
+
+import re
+
+from .base import Finding, ParseResult, Severity, blank_reason, failed, load_json_object
+
+TOOL = "fio"
+KIB_PER_MB = 1000 * 1000 / 1024  # fio's "bw" is KiB/s; SLAs are written in MB/s
+
+
+def parse(text: str) -> ParseResult:
+    """Parse fio JSON into per-job and per-device throughput, and findings for failed jobs."""
+    reason = blank_reason(text)
+    if reason:
+        return failed(TOOL, reason)
+    data, reason = load_json_object(text)
+    if data is None:
+        return failed(TOOL, reason or "unreadable")
+    jobs = data.get("jobs")
+    if not isinstance(jobs, list) or not jobs:
+        return failed(TOOL, "not fio JSON: no jobs")
+    version = str(data.get("fio version", "")).removeprefix("fio-") or None
+    result = ParseResult(TOOL, version=version)
+    per_job = []
+    devices: dict[str, dict[str, float]] = {}
+    for job in jobs:
+        if not isinstance(job, dict) or "read" not in job or "write" not in job:
+            return failed(TOOL, "fio job without read/write sections")
+        entry = _job(job)
+        per_job.append(entry)
+        device = devices.setdefault(entry["device"], {"read_mbps": 0.0, "write_mbps": 0.0})
+        device["read_mbps"] += entry["read_mbps"]
+        device["write_mbps"] += entry["write_mbps"]
+        if entry["error"]:
+            result.findings.append(
+                Finding(
+                    part=entry["device"],
+                    kind="nvme",
+                    message=f"{entry['device']}: fio job {entry['name']} failed with error "
+                    f"{entry['error']} ({_errno_name(entry['error'])})",
+                    severity=Severity.CRITICAL,
+                    code="fio_job_error",
+                )
+            )
+    result.metrics = {
+        "jobs": per_job,
+        "devices": devices,
+        "read_mbps": round(sum(j["read_mbps"] for j in per_job), 1),
+        "write_mbps": round(sum(j["write_mbps"] for j in per_job), 1),
+        "disk_util": {
+            d.get("name"): d.get("util") for d in data.get("disk_util") or [] if isinstance(d, dict)
+        },
+    }
+    return result
+
+
+def _job(job: dict) -> dict:
+    options = job.get("job options") or {}
+    filename = str(options.get("filename", "")) or str(job.get("jobname", "job"))
+    read, write = job["read"], job["write"]
+    return {
+        "name": str(job.get("jobname", "")),
+        "device": _device(filename),
+        "rw": options.get("rw", ""),
+        "bs": options.get("bs", ""),
+        "error": int(job.get("error") or 0),
+        "read_mbps": round(float(read.get("bw", 0)) / KIB_PER_MB, 1),
+        "write_mbps": round(float(write.get("bw", 0)) / KIB_PER_MB, 1),
+        "read_iops": round(float(read.get("iops", 0)), 1),
+        "write_iops": round(float(write.get("iops", 0)), 1),
+        "read_lat_mean_us": _lat_us(read),
+        "write_lat_mean_us": _lat_us(write),
+    }
+
+
+def _device(filename: str) -> str:
+    # "/dev/nvme3n1" -> "nvme3n1"; several files joined with ":" name the first.
+    return re.sub(r"^/dev/", "", filename.split(":")[0])
+
+
+def _lat_us(section: dict) -> float | None:
+    lat = section.get("lat_ns") or {}
+    mean = lat.get("mean")
+    return round(float(mean) / 1000, 1) if mean else None
+
+
+def _errno_name(code: int) -> str:
+    return {5: "EIO, I/O error", 28: "ENOSPC", 61: "ENODATA", 84: "EILSEQ"}.get(code, "errno")
