@@ -1,0 +1,1 @@
+"""Simulated Redfish BMCs: one aiohttp application per lab node, in a vendor's flavour."""

@@ -1,0 +1,450 @@
+"""The aiohttp application of one lab BMC: faults, auth, then Redfish resources of its node.
+
+Paths are matched case-insensitively and without a trailing slash, as real iLOs do, so each
+flavour can spell its links its own way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import re
+import secrets
+import zlib
+from collections.abc import Awaitable, Callable
+from posixpath import basename
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from aiohttp import web
+
+from ..clock import LabClock
+from ..node import FIRMWARE_COMPONENTS, LabNode
+from . import resources as r
+from .flavours import Flavour
+
+Handler = Callable[[web.Request, re.Match[str]], Awaitable[web.StreamResponse]]
+IMAGE_NAME = re.compile(
+    r"^(?P<component>" + "|".join(FIRMWARE_COMPONENTS) + r")[-_]v?(?P<version>.+?)"
+    r"(?:\.(?:bin|exe|fwpkg|img|pldm|zip|signed))?$",
+    re.IGNORECASE,
+)
+# Real seconds a "bmc_timeout" fault holds an answer: longer than any timeout tests use.
+TIMEOUT_HOLD_SECONDS = 3.0
+LICENCE_MESSAGE = "Not licensed to perform this request. The SFT-DCMS-SINGLE license is required."
+
+
+def redfish_error(status: int, message: str, message_id: str = "Base.1.8.GeneralError"):
+    """A Redfish error body, as BMCs send them."""
+    body = {
+        "error": {
+            "code": message_id,
+            "message": message,
+            "@Message.ExtendedInfo": [{"MessageId": message_id, "Message": message}],
+        }
+    }
+    return web.json_response(body, status=status)
+
+
+def etag_of(body: dict[str, Any]) -> str:
+    return f'W/"{zlib.crc32(json.dumps(body, sort_keys=True).encode()):08X}"'
+
+
+def document(body: dict[str, Any], status: int = 200) -> web.Response:
+    """A JSON resource with its ETag header."""
+    response = web.json_response(body, status=status)
+    response.headers["ETag"] = etag_of(body)
+    response.headers["OData-Version"] = "4.0"
+    return response
+
+
+def canonical(path: str) -> str:
+    return unquote(path).lower().rstrip("/") or "/"
+
+
+class BmcApp:
+    """One simulated BMC in front of one LabNode."""
+
+    def __init__(self, node: LabNode, flavour: Flavour, clock: LabClock) -> None:
+        self.node = node
+        self.flavour = flavour
+        self.clock = clock
+        self.paths = r.Paths(flavour)
+        self.routes: list[tuple[re.Pattern[str], dict[str, Handler]]] = []
+        self._route_table()
+
+    def application(self) -> web.Application:
+        """The aiohttp application serving this BMC."""
+        app = web.Application(middlewares=[self._faults, self._auth])
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        return app
+
+    # -- routing ----------------------------------------------------------------------------
+
+    def _add(self, path: str, **handlers: Handler) -> None:
+        pattern = re.escape(canonical(path)).replace(re.escape("{id}"), r"(?P<id>[^/]+)")
+        self.routes.append((re.compile(pattern + "$"), handlers))
+
+    def _route_table(self) -> None:
+        p = self.paths
+        self._add("/redfish/v1", GET=self._root)
+        self._add("/redfish/v1/SessionService", GET=self._session_service)
+        self._add(p.sessions, GET=self._sessions, POST=self._login)
+        self._add(p.sessions + "/{id}", GET=self._session, DELETE=self._logout)
+        self._add("/redfish/v1/Systems", GET=self._collection([p.system], "ComputerSystem"))
+        self._add(p.system, GET=self._system, PATCH=self._patch_system)
+        self._add(p.reset, POST=self._reset)
+        self._add(p.eth, GET=self._eth_collection)
+        self._add(p.eth + "/{id}", GET=self._eth)
+        self._add(p.bios, GET=self._bios)
+        self._add(p.settings, GET=self._bios_settings, PATCH=self._patch_bios)
+        self._add("/redfish/v1/Managers", GET=self._collection([p.manager], "Manager"))
+        self._add(p.manager, GET=lambda req, m: self._doc(r.manager(p, self.node)))
+        self._add("/redfish/v1/Chassis", GET=self._collection([p.chassis], "Chassis"))
+        self._add(p.chassis, GET=lambda req, m: self._doc(r.chassis(p, self.node)))
+        self._add(p.update, GET=lambda req, m: self._doc(r.update_service(p)))
+        self._add(p.inventory, GET=self._inventory)
+        self._add(p.inventory + "/{id}", GET=self._firmware_item)
+        if self.flavour.simple_update:
+            self._add(p.simple_update, POST=self._simple_update)
+        if self.flavour.multipart_path:
+            self._add(self.flavour.multipart_path, POST=self._multipart_update)
+        self._add("/redfish/v1/TaskService", GET=self._task_service)
+        self._add(p.tasks, GET=self._tasks)
+        self._add(p.tasks + "/{id}", GET=self._task)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = canonical(request.path)
+        for pattern, handlers in self.routes:
+            match = pattern.match(path)
+            if match:
+                handler = handlers.get(request.method)
+                if handler is None:
+                    return redfish_error(405, f"{request.method} is not allowed on {path}")
+                return await _call(handler, request, match)
+        return redfish_error(
+            404, f"resource at {request.path} was not found", "Base.1.8.ResourceMissingAtURI"
+        )
+
+    # -- middlewares ------------------------------------------------------------------------
+
+    @web.middleware
+    async def _faults(self, request: web.Request, handler) -> web.StreamResponse:
+        faults = self.node.faults
+        if faults.has("bmc_unreachable"):
+            # Drop the connection without an answer, as a BMC that is down or cut off does.
+            if request.transport is not None:
+                request.transport.abort()
+            raise asyncio.CancelledError
+        if faults.roll("bmc_503"):
+            response = redfish_error(503, "The service is temporarily unavailable")
+            response.headers["Retry-After"] = "0"
+            return response
+        if faults.roll("bmc_timeout"):
+            await asyncio.sleep(TIMEOUT_HOLD_SECONDS)
+        self.node.tick(self.clock.now())
+        return await handler(request)
+
+    @web.middleware
+    async def _auth(self, request: web.Request, handler) -> web.StreamResponse:
+        path = canonical(request.path)
+        public = path in ("/redfish", "/redfish/v1") or (
+            request.method == "POST" and path == canonical(self.paths.sessions)
+        )
+        if public or self._authorised(request):
+            return await handler(request)
+        response = redfish_error(401, "Authentication required or credentials refused")
+        response.headers["WWW-Authenticate"] = 'Basic realm="Redfish"'
+        return response
+
+    def _authorised(self, request: web.Request) -> bool:
+        token = request.headers.get("X-Auth-Token")
+        if token:
+            return token in self.node.sessions
+        header = request.headers.get("Authorization", "")
+        if not header.startswith("Basic "):
+            return False
+        try:
+            user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        return self._credentials_ok(user, password)
+
+    def _credentials_ok(self, user: str, password: str) -> bool:
+        if self.node.faults.has("wrong_credentials"):
+            return False  # the BMC's password is not the one the inventory knows
+        return secrets.compare_digest(user, self.node.username) and secrets.compare_digest(
+            password, self.node.password
+        )
+
+    # -- small helpers ----------------------------------------------------------------------
+
+    def _doc(self, body: dict[str, Any], status: int = 200) -> web.Response:
+        return document(body, status)
+
+    def _collection(self, members: list[str], name: str) -> Handler:
+        async def handler(request: web.Request, match: re.Match[str]) -> web.Response:
+            path = canonical(request.path)
+            return self._doc(r.collection(self.paths, path, members, name))
+
+        return handler
+
+    def _gated(self) -> web.Response | None:
+        if self.flavour.licence_gated and (
+            not self.node.licensed or self.node.faults.has("licence_missing")
+        ):
+            return redfish_error(403, LICENCE_MESSAGE, "SMC.1.0.OemLicenseNotPassed")
+        return None
+
+    def _if_match(self, request: web.Request, current: dict[str, Any], required: bool):
+        wanted = request.headers.get("If-Match")
+        if wanted is None and not required:
+            return None
+        if wanted != etag_of(current):
+            return redfish_error(
+                412,
+                "The ETag in If-Match does not match the resource",
+                "Base.1.8.PreconditionFailed",
+            )
+        return None
+
+    def _now(self) -> float:
+        return self.clock.now()
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    async def _root(self, request, match):
+        return self._doc(r.service_root(self.paths, self.node))
+
+    async def _session_service(self, request, match):
+        return self._doc(
+            {
+                "@odata.id": self.flavour.link("/redfish/v1/SessionService"),
+                "Id": "SessionService",
+                "ServiceEnabled": True,
+                "Sessions": self.paths.link(self.paths.sessions),
+            }
+        )
+
+    async def _sessions(self, request, match):
+        members = [f"{self.paths.sessions}/{sid}" for sid in self.node.sessions.values()]
+        return self._doc(r.collection(self.paths, self.paths.sessions, members, "Session"))
+
+    async def _login(self, request, match):
+        body = await _json_body(request)
+        if body is None:
+            return redfish_error(400, "The request body is not valid JSON")
+        user, password = str(body.get("UserName", "")), str(body.get("Password", ""))
+        if not self._credentials_ok(user, password):
+            return redfish_error(401, "Invalid username or password")
+        token = secrets.token_hex(16)
+        session_id = secrets.token_hex(4)
+        self.node.sessions[token] = session_id
+        location = self.flavour.link(f"{self.paths.sessions}/{session_id}")
+        response = self._doc({"@odata.id": location, "Id": session_id, "UserName": user}, 201)
+        response.headers["X-Auth-Token"] = token
+        response.headers["Location"] = location
+        return response
+
+    async def _session(self, request, match):
+        session_id = match["id"]
+        if session_id not in self.node.sessions.values():
+            return redfish_error(404, "no such session")
+        path = f"{self.paths.sessions}/{session_id}"
+        return self._doc({"@odata.id": self.flavour.link(path), "Id": session_id})
+
+    async def _logout(self, request, match):
+        for token, session_id in list(self.node.sessions.items()):
+            if session_id == match["id"]:
+                del self.node.sessions[token]
+                return web.Response(status=204)
+        return redfish_error(404, "no such session")
+
+    # -- system -----------------------------------------------------------------------------
+
+    async def _system(self, request, match):
+        return self._doc(r.system(self.paths, self.node))
+
+    async def _patch_system(self, request, match):
+        refused = self._if_match(request, r.system(self.paths, self.node), required=False)
+        if refused:
+            return refused
+        body = await _json_body(request)
+        boot = (body or {}).get("Boot")
+        if not isinstance(boot, dict):
+            return redfish_error(400, "only Boot can be changed on this system")
+        target = boot.get("BootSourceOverrideTarget")
+        enabled = boot.get("BootSourceOverrideEnabled")
+        mode = boot.get("BootSourceOverrideMode")
+        if target is not None and target not in r.BOOT_TARGETS:
+            return redfish_error(400, f"{target} is not an allowed BootSourceOverrideTarget")
+        if enabled is not None and enabled not in ("Once", "Continuous", "Disabled"):
+            return redfish_error(400, f"{enabled} is not an allowed BootSourceOverrideEnabled")
+        if mode is not None and mode not in ("UEFI", "Legacy"):
+            return redfish_error(400, f"{mode} is not an allowed BootSourceOverrideMode")
+        self.node.set_boot(target, enabled, mode)
+        return web.Response(status=204)
+
+    async def _reset(self, request, match):
+        body = await _json_body(request) or {}
+        reset_type = body.get("ResetType")
+        if reset_type not in r.RESET_TYPES:
+            return redfish_error(400, f"ResetType {reset_type!r} is not allowed")
+        refused = self.node.reset(reset_type, self._now())
+        if refused:
+            return redfish_error(409, refused)
+        return web.Response(status=204)
+
+    async def _eth_collection(self, request, match):
+        members = [
+            f"{self.paths.eth}/{r.nic_id(self.flavour, i)}" for i in range(len(self.node.nics))
+        ]
+        return self._doc(r.collection(self.paths, self.paths.eth, members, "EthernetInterface"))
+
+    async def _eth(self, request, match):
+        for index in range(len(self.node.nics)):
+            if r.nic_id(self.flavour, index).lower() == match["id"]:
+                return self._doc(r.ethernet_interface(self.paths, self.node, index))
+        return redfish_error(404, "no such interface")
+
+    # -- BIOS -------------------------------------------------------------------------------
+
+    async def _bios(self, request, match):
+        return self._doc(r.bios(self.paths, self.node))
+
+    async def _bios_settings(self, request, match):
+        return self._doc(r.bios_settings(self.paths, self.node))
+
+    async def _patch_bios(self, request, match):
+        gated = self._gated()
+        if gated:
+            return gated
+        current = r.bios_settings(self.paths, self.node)
+        refused = self._if_match(request, current, required=self.flavour.etag_required)
+        if refused:
+            return refused
+        body = await _json_body(request)
+        attributes = (body or {}).get("Attributes")
+        if not isinstance(attributes, dict) or not attributes:
+            return redfish_error(400, "Attributes must be a non-empty object")
+        unknown = sorted(set(attributes) - set(self.node.bios_current))
+        if unknown:
+            return redfish_error(400, f"unknown BIOS attributes: {', '.join(unknown)}")
+        apply_time = ((body or {}).get("@Redfish.SettingsApplyTime") or {}).get("ApplyTime")
+        job = self.flavour.bios_job and apply_time == "OnReset"
+        job_id = self.node.stage_bios(attributes, self._now(), job=job)
+        if job_id:
+            location = self.flavour.link(f"{self.paths.tasks}/{job_id}")
+            response = web.Response(status=202)
+            response.headers["Location"] = location
+            return response
+        return web.json_response(
+            {
+                "@Message.ExtendedInfo": [
+                    {"MessageId": "Base.1.8.Success", "Message": "Pending settings saved"},
+                    {"MessageId": "iLO.2.14.SystemResetRequired", "Message": "Reset required"},
+                ]
+            }
+        )
+
+    # -- firmware ---------------------------------------------------------------------------
+
+    async def _inventory(self, request, match):
+        entries = r.firmware_entries(self.node, self.flavour)
+        members = [f"{self.paths.inventory}/{e.id}" for e in entries]
+        return self._doc(
+            r.collection(self.paths, self.paths.inventory, members, "SoftwareInventory")
+        )
+
+    async def _firmware_item(self, request, match):
+        for entry in r.firmware_entries(self.node, self.flavour):
+            if entry.id.lower() == match["id"]:
+                return self._doc(r.firmware_item(self.paths, entry))
+        return redfish_error(404, "no such firmware item")
+
+    def _start_update(self, image_name: str, targets: list[str]) -> web.Response:
+        parsed = IMAGE_NAME.match(image_name)
+        if parsed is None:
+            return redfish_error(400, f"cannot tell the component of image {image_name!r}")
+        component = parsed["component"].lower()
+        entries = r.firmware_entries(self.node, self.flavour)
+        for target in targets:
+            target_id = canonical(target).rsplit("/", 1)[-1]
+            match = [e for e in entries if e.id.lower() == target_id]
+            if not match:
+                return redfish_error(400, f"unknown update target {target}")
+            if match[0].component != component:
+                return redfish_error(400, f"image {image_name} does not fit target {target}")
+        task = self.node.start_update(component, parsed["version"], self._now())
+        response = web.Response(status=202)
+        response.headers["Location"] = self.flavour.link(f"{self.paths.tasks}/{task.id}")
+        return response
+
+    async def _simple_update(self, request, match):
+        gated = self._gated()
+        if gated:
+            return gated
+        body = await _json_body(request)
+        uri = (body or {}).get("ImageURI")
+        if not isinstance(uri, str) or not uri:
+            return redfish_error(400, "ImageURI is required")
+        return self._start_update(basename(urlsplit(uri).path), list(body.get("Targets") or []))
+
+    async def _multipart_update(self, request, match):
+        gated = self._gated()
+        if gated:
+            return gated
+        if not request.content_type.startswith("multipart/"):
+            return redfish_error(415, "multipart/form-data expected")
+        reader = await request.multipart()
+        parameters: dict[str, Any] = {}
+        filename = ""
+        async for part in reader:
+            if part.name == "UpdateParameters":
+                parameters = json.loads(await part.text() or "{}")
+            elif part.name == "UpdateFile":
+                filename = part.filename or ""
+                await part.read()
+        if not filename:
+            return redfish_error(400, "UpdateFile is required")
+        return self._start_update(filename, list(parameters.get("Targets") or []))
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    async def _task_service(self, request, match):
+        return self._doc(
+            {
+                "@odata.id": self.flavour.link("/redfish/v1/TaskService"),
+                "Id": "TaskService",
+                "Tasks": self.paths.link(self.paths.tasks),
+            }
+        )
+
+    async def _tasks(self, request, match):
+        members = [f"{self.paths.tasks}/{t}" for t in self.node.tasks]
+        return self._doc(r.collection(self.paths, self.paths.tasks, members, "Task"))
+
+    async def _task(self, request, match):
+        for task_id in self.node.tasks:
+            if task_id.lower() == match["id"]:
+                task = self.node.task_view(task_id, self._now())
+                status = 202 if task.state == "Running" else 200
+                return self._doc(r.task(self.paths, task), status)
+        return redfish_error(404, "no such task")
+
+
+async def _call(handler: Handler, request: web.Request, match: re.Match[str]):
+    result = handler(request, match)
+    if asyncio.iscoroutine(result):
+        result = await result
+    return result
+
+
+async def _json_body(request: web.Request) -> dict[str, Any] | None:
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return body if isinstance(body, dict) else None

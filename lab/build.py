@@ -1,0 +1,89 @@
+"""Make the lab nodes of a hall: identities, parts and firmware, deterministic by seed."""
+
+from __future__ import annotations
+
+import random
+import secrets
+import uuid
+
+from .bmc.flavours import FLAVOURS
+from .faults import NodeFaults
+from .node import LabNode
+
+BASE_FIRMWARE = {
+    "dell": {"bmc": "7.00.00.00", "bios": "2.19.1"},
+    "hpe": {"bmc": "2.70", "bios": "A47 v2.58"},
+    "supermicro": {"bmc": "01.02.10", "bios": "2.1"},
+}
+COMMON_FIRMWARE = {
+    "hgx": "96.00.6D.00.01",
+    "nic": "28.39.1002",
+    "dpu": "24.40.1000",
+    "nvme": "GDC7302Q",
+}
+BIOS_DEFAULTS = {
+    "BootMode": "Uefi",
+    "SriovGlobalEnable": "Disabled",
+    "ProcVirtualization": "Disabled",
+    "LogicalProc": "Enabled",
+    "WorkloadProfile": "NotConfigured",
+    "PcieAspm": "Enabled",
+}
+GPU_COUNT, FABRIC_NIC_COUNT, DPU_COUNT, DRIVE_COUNT = 8, 8, 2, 8
+
+
+def _mac(rng: random.Random) -> str:
+    # 02: a locally administered unicast address, never a real vendor's.
+    return "02:" + ":".join(f"{rng.randrange(256):02x}" for _ in range(5))
+
+
+def build_node(index: int, flavour_name: str, seed: int, address: str) -> LabNode:
+    """One lab node: same seed and index give the same serials, MACs and faults' dice."""
+    flavour = FLAVOURS[flavour_name]
+    rng = random.Random(f"node:{seed}:{index}")
+    serial = f"{flavour.serial_prefix}{seed % 1000:03d}{index:04d}{rng.randrange(36**2):03X}"
+    nics = [
+        {"name": f"Onboard LOM {i + 1}", "mac": _mac(rng), "kind": "boot", "serial": ""}
+        for i in range(2)
+    ]
+    nics += [
+        {
+            "name": f"Fabric NIC {i}",
+            "mac": _mac(rng),
+            "kind": "fabric",
+            "serial": f"MT{rng.randrange(10**10):010d}",
+        }
+        for i in range(FABRIC_NIC_COUNT)
+    ]
+    return LabNode(
+        index=index,
+        serial=serial,
+        flavour=flavour.name,
+        manufacturer=flavour.manufacturer,
+        model=flavour.model,
+        uuid=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        bmc_address=address,
+        username="root" if flavour.name != "hpe" else "Administrator",
+        # Random per node and never derived from the seed: lab credentials are secrets too.
+        password=secrets.token_urlsafe(12),
+        faults=NodeFaults(f"{seed}:{index}"),
+        firmware={**COMMON_FIRMWARE, **BASE_FIRMWARE[flavour.name]},
+        bios_current=dict(BIOS_DEFAULTS),
+        nics=nics,
+        gpus=[
+            {
+                "index": str(i),
+                "model": "NVIDIA H100 80GB HBM3",
+                "serial": f"165{rng.randrange(10**10):010d}",
+            }
+            for i in range(GPU_COUNT)
+        ],
+        drives=[
+            {"index": str(i), "model": "NVMe 3.84TB", "serial": f"S6{rng.randrange(36**8):08X}"}
+            for i in range(DRIVE_COUNT)
+        ],
+        dpus=[
+            {"index": str(i), "model": "BlueField-3", "serial": f"MT{rng.randrange(10**10):010d}"}
+            for i in range(DPU_COUNT)
+        ],
+    )
