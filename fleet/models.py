@@ -111,6 +111,9 @@ class Node(models.Model):
     tenant = models.CharField(max_length=100, blank=True)
     allocation_ref = models.CharField(max_length=100, blank=True)
     allocated_at = models.DateTimeField(null=True, blank=True)
+    last_erased_at = models.DateTimeField(
+        null=True, blank=True, help_text="When every drive was last crypto-erased"
+    )
     attention = models.CharField(
         max_length=300, blank=True, help_text="What a person must do for this node, if anything"
     )

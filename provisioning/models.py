@@ -125,6 +125,9 @@ class AgentSession(models.Model):
         max_length=200, default="", help_text="Where Greenlight reaches this agent"
     )
     token_hash = models.CharField(max_length=64, unique=True)
+    # The token is derived (HMAC of the server's key, node, boot and this nonce), so it is never
+    # stored: Greenlight re-derives it to call the agent, and keeps only its hash to check it.
+    nonce = models.CharField(max_length=64, default="")
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
