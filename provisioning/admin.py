@@ -1,0 +1,55 @@
+"""Django admin of provisioning: runs, wipes and certificates, read-only.
+
+Runs and wipes are started through the UI and the API, which go through the engine; an admin form
+writing these rows directly would bypass it.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from .models import PhaseRecord, Run, WipeCertificate, WipeRequest
+
+
+class ReadOnlyMixin:
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+class PhaseRecordInline(ReadOnlyMixin, admin.TabularInline):
+    model = PhaseRecord
+    extra = 0
+    fields = ["order", "phase", "status", "attempts", "started_at", "finished_at", "error"]
+    readonly_fields = fields
+    ordering = ["order"]
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["pk", "node", "kind", "status", "current_phase", "created_at", "finished_at"]
+    list_filter = ["kind", "status"]
+    list_select_related = ["node"]
+    search_fields = ["node__serial"]
+    inlines = [PhaseRecordInline]
+
+
+@admin.register(WipeRequest)
+class WipeRequestAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["tenant", "allocation_ref", "status", "requested_by", "created_at"]
+    list_filter = ["status"]
+    search_fields = ["tenant", "allocation_ref"]
+
+
+@admin.register(WipeCertificate)
+class WipeCertificateAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["node", "wipe_request", "result", "started_at", "finished_at"]
+    list_filter = ["result"]
+    list_select_related = ["node", "wipe_request"]
+    search_fields = ["node__serial", "wipe_request__tenant"]
