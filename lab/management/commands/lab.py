@@ -1,0 +1,93 @@
+"""`manage.py lab <subcommand>`: run the simulated hall. Subcommands are argparse subparsers,
+each a small method, so adding one (e.g. `run`) is a parser and a handler."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from lab.bmc.flavours import FLAVOURS
+from lab.faults import CATALOG, parse_fault
+from lab.hall import LabHall
+
+DEFAULT_INVENTORY = Path("var/lab/inventory.json")
+
+
+def parse_faults(specs: list[str]) -> dict[int, list[str]]:
+    """`INDEX=name[:param]` options into {index: [spec, ...]}."""
+    faults: dict[int, list[str]] = {}
+    for spec in specs:
+        index, sep, fault = spec.partition("=")
+        if not sep or not index.isdigit():
+            raise CommandError(f"--fault wants INDEX=name[:param], got {spec!r}")
+        try:
+            parse_fault(fault)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        faults.setdefault(int(index), []).append(fault)
+    return faults
+
+
+class Command(BaseCommand):
+    help = "The simulated hall: Redfish BMCs (and later agents) on loopback addresses."
+
+    def add_arguments(self, parser) -> None:
+        sub = parser.add_subparsers(dest="subcommand", required=True)
+        serve = sub.add_parser("serve", help="serve the hall's BMCs until interrupted")
+        serve.add_argument("--nodes", type=int, default=4)
+        serve.add_argument(
+            "--flavours",
+            default="dell,hpe,supermicro",
+            help=f"comma-separated, assigned round-robin; known: {', '.join(FLAVOURS)}",
+        )
+        serve.add_argument("--speed", type=float, default=1.0, help="lab seconds per real second")
+        serve.add_argument("--seed", type=int, default=0, help="serials, MACs and fault dice")
+        serve.add_argument(
+            "--inventory",
+            default=str(DEFAULT_INVENTORY),
+            help="where to write the inventory JSON (BMC URLs, credentials, fingerprints)",
+        )
+        serve.add_argument(
+            "--fault",
+            action="append",
+            default=[],
+            metavar="INDEX=NAME[:PARAM]",
+            help=f"inject a fault on node INDEX (0-based); known: {', '.join(sorted(CATALOG))}",
+        )
+
+    def handle(self, *args, **options) -> None:
+        handler = getattr(self, f"handle_{options['subcommand']}")
+        handler(**options)
+
+    def handle_serve(self, **options) -> None:
+        flavours = [f.strip() for f in options["flavours"].split(",") if f.strip()]
+        try:
+            hall = LabHall(
+                options["nodes"],
+                flavours=flavours,
+                speed=options["speed"],
+                seed=options["seed"],
+                faults=parse_faults(options["fault"]),
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        with hall:
+            path = hall.write_inventory(options["inventory"])
+            for bmc in hall.bmcs:
+                # The URL and fingerprint only: passwords stay in the inventory file (mode 0600).
+                self.stdout.write(
+                    f"{bmc.node.serial} {bmc.flavour:<10} {bmc.https_url} {bmc.cert_fingerprint}"
+                )
+            self.stdout.write(f"inventory written to {path} (readable by its owner only)")
+            self.stdout.flush()
+            try:
+                while not stop.wait(0.5):
+                    pass
+            except KeyboardInterrupt:
+                pass
+        self.stdout.write("lab stopped")
