@@ -216,6 +216,11 @@ class VersionedDocument(models.Model):
     def get_status_color(self) -> str:
         return DOCUMENT_STATUS_COLORS[DocumentStatus(self.status)]
 
+    def clean_fields(self, exclude=None) -> None:
+        # sku and version are derived from the YAML by clean(), which runs after this: checking
+        # them here would report "cannot be blank" instead of the YAML's own errors.
+        super().clean_fields(exclude={*(exclude or ()), "sku", "version"})
+
     def clean(self) -> None:
         if self.pk and self.status != DocumentStatus.DRAFT:
             stored = type(self).objects.filter(pk=self.pk).values_list("yaml_text", flat=True)
