@@ -143,7 +143,7 @@ def nvbandwidth_text(
                 if row == col:
                     cells.append(f"{'N/A':>10}")
                     continue
-                value = node.nvlink_bandwidth_gbps * rng.uniform(0.835, 0.845) * switch_factor
+                value = node.nvlink_bandwidth_gbps * rng.uniform(0.872, 0.885) * switch_factor
                 if row in weak_gpus or col in weak_gpus:
                     value *= 0.38
                 total += value

@@ -90,12 +90,26 @@ def make_node(
     )
 
 
+# lab.faults' catalog names for the same in-band faults, with the key that holds the part.
+ALIASES = {"gpu_xid79": ("marginal_gpu", "GPU"), "nic_slow": ("slow_nic", "NIC")}
+
+
 def faults_named(faults: Fault | list[Fault] | None, name: str) -> list[Fault]:
     """The injected faults with this name (faults may be one dict, a list, or None)."""
     if faults is None:
         return []
     items = [faults] if isinstance(faults, dict) else list(faults)
-    return [f for f in items if f.get("name") == name]
+    return [f for f in map(_canonical, items) if f.get("name") == name]
+
+
+def _canonical(fault: Fault) -> Fault:
+    """Read lab.faults' form ({"name": "gpu_xid79", "index": "3"}) as {"component": "GPU 3"}."""
+    alias = ALIASES.get(str(fault.get("name")))
+    if alias is None:
+        return fault
+    name, prefix = alias
+    component = fault.get("component") or f"{prefix} {fault.get('index', 0)}"
+    return {**fault, "name": name, "component": component}
 
 
 def component_index(fault: Fault, prefix: str, default: int = 0) -> int:

@@ -1,0 +1,129 @@
+"""The fabric gate across a rack: pair nodes, run all_reduce per pair, and blame only the bad node.
+
+A node with a slow NIC drags down every pair it is in; its partners are fast with everyone else.
+So a node is blamed when every pair it is in is slow, and cleared by any fast pair. The plan puts
+each node in at least two pairs with different partners, so a single bad node stands out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .choices import GateName, Verdict
+from .parsers import nccl
+from .parsers.base import Finding, Severity
+from .verdicts import DEFAULT_THRESHOLDS, GateVerdict, SkuFacts, conclude
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One all_reduce_perf run between two nodes of a rack."""
+
+    node_a: str
+    node_b: str
+    output: str
+    # "NIC 0" when only that NIC of each node carried traffic (NCCL_IB_HCA=mlx5_0); None for all.
+    rail: str | None = None
+
+
+def plan_fabric_pairs(node_ids: list[str]) -> list[tuple[str, str]]:
+    """Pairs to test: a ring (two partners each), plus skip-one chords from five nodes up.
+
+    The chords give every node four different partners, so a good node sitting between two bad
+    ones in the ring still has fast pairs that clear it.
+    """
+    nodes = sorted(dict.fromkeys(node_ids))
+    n = len(nodes)
+    if n < 2:
+        return []
+    if n == 2:
+        return [(nodes[0], nodes[1])]
+    pairs: list[tuple[str, str]] = []
+    seen: set[frozenset[str]] = set()
+    steps = (1, 2) if n >= 5 else (1,)
+    for step in steps:
+        for i in range(n):
+            pair = (nodes[i], nodes[(i + step) % n])
+            if frozenset(pair) not in seen:
+                seen.add(frozenset(pair))
+                pairs.append(pair)
+    return pairs
+
+
+def localise_fabric(
+    pair_results: list[PairResult], sku: SkuFacts, thresholds: dict | None = None
+) -> dict[str, list[Finding]]:
+    """Findings per node id: only nodes whose every pair (per rail) was slow are named."""
+    floor = (thresholds or DEFAULT_THRESHOLDS[GateName.FABRIC])["min_busbw_fraction"]
+    outcomes = _outcomes(pair_results, sku)
+    findings: dict[str, list[Finding]] = {}
+    for result in pair_results:
+        findings.setdefault(result.node_a, [])
+        findings.setdefault(result.node_b, [])
+    for (node, rail), pairs in _by_node_and_rail(outcomes).items():
+        fractions = [o["fraction"] for o in pairs if o["fraction"] is not None]
+        if not fractions or max(fractions) >= floor:
+            continue
+        part = rail or "fabric"
+        partners = ", ".join(
+            f"{o['partner']} {o['fraction']:.0%}" for o in pairs if o["fraction"] is not None
+        )
+        lone = "; the only pair, so its partner is suspect too" if len(fractions) == 1 else ""
+        message = (
+            f"{part}: busbw {max(fractions):.0%} of line rate or less in every pair "
+            f"({partners}){lone}"
+        )
+        findings[node].append(Finding(part, "nic", message, Severity.CRITICAL, "nccl_slow"))
+    return findings
+
+
+def judge_fabric(
+    pair_results: list[PairResult], sku: SkuFacts, thresholds: dict | None = None
+) -> dict[str, GateVerdict]:
+    """A fabric verdict per node: fail if localised, error if none of its pairs could be read."""
+    used = {**DEFAULT_THRESHOLDS[GateName.FABRIC], **(thresholds or {})}
+    localised = localise_fabric(pair_results, sku, used)
+    outcomes = _outcomes(pair_results, sku)
+    verdicts: dict[str, GateVerdict] = {}
+    for node, findings in localised.items():
+        mine = [o for o in outcomes if node in (o["a"], o["b"])]
+        verdict = GateVerdict(Verdict.ERROR, findings=list(findings), thresholds_used=used)
+        verdict.metrics = {
+            "pairs": [
+                {k: o[k] for k in ("a", "b", "rail", "fraction", "plateau_gbps", "error")}
+                for o in mine
+            ]
+        }
+        verdict.tool_versions = {"nccl": next((o["version"] for o in mine if o["version"]), "")}
+        if all(o["error"] for o in mine):
+            verdict.error = "; ".join(sorted({o["error"] for o in mine}))
+        verdicts[node] = conclude(verdict)
+    return verdicts
+
+
+def _outcomes(pair_results: list[PairResult], sku: SkuFacts) -> list[dict]:
+    outcomes = []
+    for result in pair_results:
+        parsed = nccl.parse(result.output)
+        reference = sku.fabric_gbytes(1 if result.rail else None)
+        plateau = parsed.metrics.get("plateau_busbw_gbps") if parsed.ok else None
+        outcomes.append(
+            {
+                "a": result.node_a,
+                "b": result.node_b,
+                "rail": result.rail,
+                "plateau_gbps": plateau,
+                "fraction": round(plateau / reference, 4) if plateau is not None else None,
+                "error": parsed.error,
+                "version": parsed.version,
+            }
+        )
+    return outcomes
+
+
+def _by_node_and_rail(outcomes: list[dict]) -> dict[tuple[str, str | None], list[dict]]:
+    grouped: dict[tuple[str, str | None], list[dict]] = {}
+    for o in outcomes:
+        grouped.setdefault((o["a"], o["rail"]), []).append({**o, "partner": o["b"]})
+        grouped.setdefault((o["b"], o["rail"]), []).append({**o, "partner": o["a"]})
+    return grouped

@@ -1,0 +1,221 @@
+"""Judge one gate from its tools' raw outputs, the profile's thresholds and the SKU's facts.
+
+Pure: no database. Parsers read; this module weighs what they read against thresholds and names
+the failing part. A parser error makes the gate an error, never a pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from .choices import GateName, Verdict
+from .fabric import PairResult, judge_fabric, localise_fabric, plan_fabric_pairs
+from .gates import GATES_BY_NAME
+from .nvlink import judge_nvlink_matrices
+from .parsers import PARSERS, ParseResult, xid
+from .parsers.base import Finding, Severity
+from .soak import judge_soak
+from .verdicts import DEFAULT_THRESHOLDS, GateVerdict, SkuFacts, conclude
+
+__all__ = [
+    "GateVerdict",
+    "PairResult",
+    "SkuFacts",
+    "judge_fabric",
+    "judge_gate",
+    "judge_soak",
+    "localise_fabric",
+    "plan_fabric_pairs",
+    "thresholds_for",
+]
+
+# Parser findings whose weight a threshold decides; the gate judge re-derives them from metrics.
+THRESHOLD_CODES = {"ecc_uncorrectable", "row_remap_pending"}
+
+
+def thresholds_for(gate_name: str, thresholds: dict[str, float] | None) -> dict[str, float]:
+    """The defaults of the gate overlaid with the profile's thresholds."""
+    return {**DEFAULT_THRESHOLDS.get(GateName(gate_name), {}), **(thresholds or {})}
+
+
+def judge_gate(
+    gate_name: str,
+    outputs: dict[str, str],
+    thresholds: dict[str, float] | None,
+    sku: SkuFacts,
+    inventory: dict[str, str] | None = None,
+) -> GateVerdict:
+    """Judge one gate on one node.
+
+    outputs maps a tool command name (as in GATES) to its raw output; inventory maps part names
+    ("GPU 3", "nvme3n1") to serials so findings carry them.
+    """
+    spec = GATES_BY_NAME.get(str(gate_name))
+    used = thresholds_for(gate_name, thresholds) if spec else dict(thresholds or {})
+    verdict = GateVerdict(Verdict.ERROR, thresholds_used=used)
+    if spec is None:
+        verdict.error = f"unknown gate {gate_name!r}"
+        return verdict
+    judge = GATE_JUDGES.get(spec.name)
+    if judge is None:
+        verdict.error = f"{spec.name} is not judged from tool output"
+        return verdict
+    parsed = _parse_all(spec.tools, outputs, verdict)
+    if verdict.error:
+        return verdict
+    judge(parsed, used, sku, verdict)
+    verdict.findings = _with_serials(verdict.findings, inventory or {})
+    return conclude(verdict)
+
+
+def _parse_all(tools: tuple[str, ...], outputs: dict[str, str], verdict: GateVerdict) -> dict:
+    parsed: dict[str, ParseResult] = {}
+    # nvidia-smi first: its bus ids let the xid parser say "GPU 3" instead of a PCI address.
+    for tool in sorted(tools, key=lambda t: t != "nvidia-smi"):
+        text = outputs.get(tool)
+        if text is None:
+            verdict.error = f"no {tool} output"
+            return parsed
+        if tool == "xid":
+            result = xid.parse(text, bus_ids=_bus_map(parsed.get("nvidia-smi")))
+        else:
+            result = PARSERS[tool](text)
+        if result.error:
+            verdict.error = f"{tool}: {result.error}"
+            return parsed
+        parsed[tool] = result
+        verdict.metrics[tool] = result.metrics
+        verdict.tool_versions[tool] = result.version or ""
+        if result.driver_version:
+            verdict.tool_versions["driver"] = result.driver_version
+        verdict.findings.extend(f for f in result.findings if f.code not in THRESHOLD_CODES)
+    return parsed
+
+
+def _bus_map(smi: ParseResult | None) -> dict[str, dict]:
+    if smi is None:
+        return {}
+    return {g["bus_id"]: {"index": g["index"], "serial": g["serial"]} for g in smi.metrics["gpus"]}
+
+
+def _with_serials(findings: list[Finding], inventory: dict[str, str]) -> list[Finding]:
+    return [
+        replace(f, part_serial=inventory[f.part])
+        if not f.part_serial and f.part in inventory
+        else f
+        for f in findings
+    ]
+
+
+def _fail(verdict: GateVerdict, part: str, kind: str, message: str, code: str) -> None:
+    verdict.findings.append(Finding(part, kind, f"{part}: {message}", Severity.CRITICAL, code))
+
+
+def _judge_gpu_health(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+    level = parsed["dcgm"].metrics["level_inferred"]
+    if level < used.get("dcgm_level", 1):
+        verdict.error = f"dcgmi ran at level {level}; the profile asks for {used['dcgm_level']:g}"
+        return
+    _judge_memory_health(parsed["nvidia-smi"], used, verdict)
+    _check_gpu_count(len(parsed["nvidia-smi"].metrics["gpus"]), sku, verdict, "nvidia-smi")
+
+
+def _judge_memory_health(smi: ParseResult, used: dict, verdict: GateVerdict) -> None:
+    max_ecc = used.get("max_uncorrectable_ecc", 0)
+    max_pending = used.get("max_pending_row_remaps", 0)
+    for gpu in smi.metrics["gpus"]:
+        part = f"GPU {gpu['index']}"
+        ecc = max(gpu["ecc_volatile_uncorrectable"], gpu["ecc_aggregate_uncorrectable"])
+        if ecc > max_ecc:
+            message = f"{ecc} uncorrectable ECC errors (allowed {max_ecc:g})"
+            _fail(verdict, part, "gpu", message, "ecc_uncorrectable")
+        pending = 1 if gpu["remapped_rows_pending"] else 0
+        if pending > max_pending:
+            message = "row remap pending (reset the GPU to apply it)"
+            _fail(verdict, part, "gpu", message, "row_remap_pending")
+
+
+def _check_gpu_count(seen: int, sku: SkuFacts, verdict: GateVerdict, tool: str) -> None:
+    if seen < sku.gpu_count:
+        _fail(verdict, "node", "gpu", f"{tool} sees {seen} of {sku.gpu_count} GPUs", "gpu_missing")
+
+
+def _judge_nvbandwidth(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+    if not sku.nvlink_bandwidth_gbps:
+        verdict.error = "the SKU states no NVLink bandwidth to compare with"
+        return
+    judge_nvlink_matrices(parsed["nvbandwidth"].metrics, used, sku, verdict)
+
+
+def _judge_fabric(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+    metrics = parsed["nccl"].metrics
+    reference = sku.fabric_gbytes()
+    fraction = metrics["plateau_busbw_gbps"] / reference
+    verdict.metrics["reference_gbps"] = reference
+    verdict.metrics["plateau_fraction"] = round(fraction, 4)
+    if fraction < used["min_busbw_fraction"]:
+        message = (
+            f"busbw {fraction:.0%} of line rate ({metrics['plateau_busbw_gbps']:.1f} of "
+            f"{reference:.0f} GB/s at the largest messages)"
+        )
+        _fail(verdict, "fabric", "nic", message, "nccl_slow")
+
+
+def _judge_storage(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+    jobs = parsed["fio"].metrics["jobs"]
+    sla = {"read": used.get("min_read_mbps", 0), "write": used.get("min_write_mbps", 0)}
+    measured = {"read": False, "write": False}
+    for job in jobs:
+        direction = {"read": "read", "randread": "read", "write": "write", "randwrite": "write"}
+        side = direction.get(str(job["rw"]))
+        if side is None:
+            continue
+        measured[side] = True
+        mbps = job[f"{side}_mbps"]
+        if mbps < sla[side]:
+            message = f"{side} {mbps:.0f} MB/s, below the SLA of {sla[side]:g} MB/s"
+            _fail(verdict, job["device"], "nvme", message, f"fio_{side}_slow")
+    for side, done in measured.items():
+        if sla[side] and not done:
+            verdict.error = f"fio ran no {side} job; the SLA sets a {side} throughput"
+    drives = len(parsed["fio"].metrics["devices"])
+    if drives < sku.drive_count:
+        _fail(
+            verdict,
+            "node",
+            "nvme",
+            f"fio tested {drives} of {sku.drive_count} drives",
+            "drive_missing",
+        )
+
+
+def _judge_reference_job(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+    burn = parsed["gpu-burn"].metrics
+    if burn["duration_s"] is not None and burn["duration_s"] < used.get("duration_s", 0):
+        verdict.error = (
+            f"gpu-burn ran {burn['duration_s']} s; the profile asks for {used['duration_s']:g} s"
+        )
+        return
+    _check_gpu_count(burn["gpus_tested"], sku, verdict, "gpu-burn")
+
+
+def _judge_burn_in(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+    _judge_reference_job(parsed, {}, sku, verdict)
+    _judge_memory_health(parsed["nvidia-smi"], {}, verdict)
+    limit = used.get("max_gpu_temp_c")
+    for gpu in parsed["nvidia-smi"].metrics["gpus"]:
+        if limit is not None and gpu["temp_c"] is not None and gpu["temp_c"] > limit:
+            message = f"{gpu['temp_c']:.0f} C under load, above {limit:g} C"
+            _fail(verdict, f"GPU {gpu['index']}", "gpu", message, "too_hot")
+
+
+GATE_JUDGES: dict[GateName, Callable[[dict, dict, SkuFacts, GateVerdict], Any]] = {
+    GateName.GPU_HEALTH: _judge_gpu_health,
+    GateName.NVBANDWIDTH: _judge_nvbandwidth,
+    GateName.FABRIC: _judge_fabric,
+    GateName.STORAGE: _judge_storage,
+    GateName.REFERENCE_JOB: _judge_reference_job,
+    GateName.BURN_IN: _judge_burn_in,
+}
