@@ -74,6 +74,7 @@ class LabNode:
     tasks: dict[str, LabTask] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)  # token -> session id
     licensed: bool = True
+    requests: int = 0  # answered by the BMC (tests check a refusal was not retried)
     boot_count: int = 0
     last_boot_target: str = ""
     on_boot: list[BootHook] = field(default_factory=list)

@@ -133,6 +133,7 @@ class BmcApp:
     @web.middleware
     async def _faults(self, request: web.Request, handler) -> web.StreamResponse:
         faults = self.node.faults
+        self.node.requests += 1
         if faults.has("bmc_unreachable"):
             # Drop the connection without an answer, as a BMC that is down or cut off does.
             if request.transport is not None:
