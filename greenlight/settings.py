@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc as static files: the docs load no CDN
     "channels",
     "fleet",
     "provisioning",
@@ -145,11 +146,25 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Model permissions, view_* for reads: a role's API rights are its Django permissions.
+    "DEFAULT_PERMISSION_CLASSES": ["greenlight.api.permissions.ModelPermissions"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "greenlight.api.pagination.CursorPagination",
+    "PAGE_SIZE": 50,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Greenlight API", "VERSION": "1.0.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Greenlight API",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
 
 LOGGING = {
     "version": 1,
@@ -175,3 +190,22 @@ GREENLIGHT_FAILURE_BUDGET = env_int("GREENLIGHT_FAILURE_BUDGET", 2)
 GREENLIGHT_SCHEDULER = env_str("GREENLIGHT_SCHEDULER", "lab")
 # Coalescing window for live updates to browsers, in milliseconds.
 GREENLIGHT_LIVE_COALESCE_MS = env_int("GREENLIGHT_LIVE_COALESCE_MS", 250)
+
+# --- API, metrics, webhooks and DCIM sync (see README.md) ---------------------------------------
+
+# Bearer token Prometheus must send to /metrics; empty means /metrics is open (scraped from the
+# management network, like most exporters).
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+# Receivers of a signed POST on every node state change, and the HMAC-SHA256 key that signs it.
+GREENLIGHT_WEBHOOK_URLS = env_list("GREENLIGHT_WEBHOOK_URLS", [])
+GREENLIGHT_WEBHOOK_SECRET = env_str("GREENLIGHT_WEBHOOK_SECRET")
+GREENLIGHT_WEBHOOK_MAX_RETRIES = env_int("GREENLIGHT_WEBHOOK_MAX_RETRIES", 8)
+# NetBox push sync: scheduled only when both are set.
+GREENLIGHT_NETBOX_URL = env_str("GREENLIGHT_NETBOX_URL")
+GREENLIGHT_NETBOX_TOKEN = env_str("GREENLIGHT_NETBOX_TOKEN")
+GREENLIGHT_NETBOX_MANUFACTURER = env_str("GREENLIGHT_NETBOX_MANUFACTURER", "Generic")
+if GREENLIGHT_NETBOX_URL and GREENLIGHT_NETBOX_TOKEN:
+    CELERY_BEAT_SCHEDULE["dcim-sync-netbox"] = {
+        "task": "fleet.tasks.netbox_sync",
+        "schedule": env_float("GREENLIGHT_NETBOX_SYNC_SECONDS", 900.0),
+    }
