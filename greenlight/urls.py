@@ -4,5 +4,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("agent/v1/", include("provisioning.agent_api.urls")),
+    path("", include("greenlight.api.urls")),
     path("", include("fleet.urls")),
 ]

@@ -1,0 +1,1 @@
+"""The acceptance app's REST API: profiles, gate results and decisions."""

@@ -1,0 +1,92 @@
+"""Filters of the fleet's lists: the same FilterSets serve the API and the CSV export."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Exists, OuterRef, Q
+
+from acceptance.choices import Verdict
+
+from .choices import ComponentKind, DocumentStatus, EventKind, NodeState
+from .models import Event, Manifest, Node, Rack, Site, Sku
+
+
+class SiteFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = Site
+        fields = {"name": ["exact", "icontains"]}
+
+
+class RackFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = Rack
+        fields = {"name": ["exact", "icontains"], "site": ["exact"], "site__name": ["exact"]}
+
+
+class SkuFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = Sku
+        fields = {"name": ["exact", "icontains"]}
+
+
+class NodeFilterSet(django_filters.FilterSet):
+    """state, site, rack, SKU, manifest version, last verdict, changed since."""
+
+    serial = django_filters.CharFilter()
+    q = django_filters.CharFilter(method="filter_q", label="Serial or hostname contains")
+    state = django_filters.MultipleChoiceFilter(choices=NodeState.choices)
+    site = django_filters.NumberFilter(field_name="rack__site")
+    site_name = django_filters.CharFilter(field_name="rack__site__name")
+    rack = django_filters.NumberFilter(field_name="rack")
+    rack_name = django_filters.CharFilter(field_name="rack__name")
+    sku = django_filters.NumberFilter(field_name="sku")
+    sku_name = django_filters.CharFilter(field_name="sku__name")
+    manifest_version = django_filters.CharFilter(field_name="manifest__version")
+    last_verdict = django_filters.MultipleChoiceFilter(
+        choices=Verdict.choices, label="Worst verdict of the latest run with gate results"
+    )
+    changed_since = django_filters.IsoDateTimeFilter(
+        method="filter_changed_since",
+        label="State changed, or any event recorded, at or after this time (ISO 8601)",
+    )
+    component_kind = django_filters.ChoiceFilter(
+        choices=ComponentKind.choices, field_name="components__kind", distinct=True
+    )
+    component_serial = django_filters.CharFilter(field_name="components__serial", distinct=True)
+
+    class Meta:
+        model = Node
+        fields = ["tenant"]
+
+    def filter_q(self, queryset, name, value):
+        return queryset.filter(Q(serial__icontains=value) | Q(hostname__icontains=value))
+
+    def filter_changed_since(self, queryset, name, value):
+        recent = Event.objects.filter(node=OuterRef("pk"), created_at__gte=value)
+        return queryset.filter(Q(state_changed_at__gte=value) | Exists(recent))
+
+
+class DocumentFilterSet(django_filters.FilterSet):
+    sku = django_filters.NumberFilter(field_name="sku")
+    sku_name = django_filters.CharFilter(field_name="sku__name")
+    status = django_filters.MultipleChoiceFilter(choices=DocumentStatus.choices)
+    version = django_filters.CharFilter()
+
+
+class ManifestFilterSet(DocumentFilterSet):
+    class Meta:
+        model = Manifest
+        fields = ["sku", "status", "version"]
+
+
+class EventFilterSet(django_filters.FilterSet):
+    node = django_filters.NumberFilter(field_name="node")
+    serial = django_filters.CharFilter(field_name="node__serial")
+    rack = django_filters.NumberFilter(field_name="rack")
+    kind = django_filters.MultipleChoiceFilter(choices=EventKind.choices)
+    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    after_id = django_filters.NumberFilter(field_name="id", lookup_expr="gt")
+
+    class Meta:
+        model = Event
+        fields = ["node", "rack", "kind"]

@@ -1,0 +1,1 @@
+"""The provisioning app's REST API: runs with their phases, wipe requests and certificates."""

@@ -1,0 +1,142 @@
+"""Serializers of the provisioning API (read-only: runs and wipes are driven by the engine)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from fleet.api.serializers import BriefManifestSerializer, BriefNodeSerializer
+from greenlight.api.fields import ChoiceField, DisplayField
+from greenlight.api.serializers import BriefSerializer, BriefUserSerializer
+
+from ..choices import CertificateResult, PhaseStatus, RunKind, RunStatus, WipeStatus
+from ..models import PhaseRecord, Run, WipeCertificate, WipeRequest
+
+
+class BriefRunSerializer(BriefSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:run-detail")
+
+    class Meta:
+        model = Run
+        fields = ["id", "url", "display"]
+
+
+class PhaseRecordSerializer(serializers.ModelSerializer):
+    status = ChoiceField(choices=PhaseStatus.choices, read_only=True)
+    duration_s = serializers.FloatField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = PhaseRecord
+        fields = [
+            "id",
+            "phase",
+            "order",
+            "status",
+            "attempts",
+            "started_at",
+            "finished_at",
+            "duration_s",
+            "deadline_at",
+            "wait_reason",
+            "changes",
+            "error",
+            "log",
+        ]
+        read_only_fields = fields
+
+
+class RunSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:run-detail")
+    display = DisplayField()
+    node = BriefNodeSerializer(read_only=True)
+    manifest = BriefManifestSerializer(read_only=True)
+    kind = ChoiceField(choices=RunKind.choices, read_only=True)
+    status = ChoiceField(choices=RunStatus.choices, read_only=True)
+    started_by = BriefUserSerializer(read_only=True, allow_null=True)
+    phases = PhaseRecordSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "url",
+            "display",
+            "node",
+            "kind",
+            "status",
+            "manifest",
+            "current_phase",
+            "next_look_at",
+            "wait_reason",
+            "last_error",
+            "transient_budget",
+            "transient_used",
+            "failure_budget",
+            "failure_used",
+            "started_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "phases",
+        ]
+        read_only_fields = fields
+
+
+class BriefWipeRequestSerializer(BriefSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:wiperequest-detail")
+
+    class Meta:
+        model = WipeRequest
+        fields = ["id", "url", "display"]
+
+
+class WipeCertificateSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:wipecertificate-detail")
+    wipe_request = BriefWipeRequestSerializer(read_only=True)
+    node = BriefNodeSerializer(read_only=True)
+    run = BriefRunSerializer(read_only=True, allow_null=True)
+    result = ChoiceField(choices=CertificateResult.choices, read_only=True)
+
+    class Meta:
+        model = WipeCertificate
+        fields = [
+            "id",
+            "url",
+            "wipe_request",
+            "node",
+            "run",
+            "result",
+            "drives",
+            "requested_by",
+            "approved_by",
+            "started_at",
+            "finished_at",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class WipeRequestSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:wiperequest-detail")
+    display = DisplayField()
+    nodes = BriefNodeSerializer(many=True, read_only=True)
+    status = ChoiceField(choices=WipeStatus.choices, read_only=True)
+    requested_by = BriefUserSerializer(read_only=True, allow_null=True)
+    certificates = serializers.HyperlinkedRelatedField(
+        many=True, read_only=True, view_name="api:wipecertificate-detail"
+    )
+
+    class Meta:
+        model = WipeRequest
+        fields = [
+            "id",
+            "url",
+            "display",
+            "tenant",
+            "allocation_ref",
+            "nodes",
+            "status",
+            "requested_by",
+            "created_at",
+            "certificates",
+        ]
+        read_only_fields = fields

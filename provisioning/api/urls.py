@@ -1,0 +1,13 @@
+"""Routes of the provisioning API, registered on the shared /api/v1/ router."""
+
+from __future__ import annotations
+
+from rest_framework.routers import DefaultRouter
+
+from . import views
+
+
+def register(router: DefaultRouter) -> None:
+    router.register("runs", views.RunViewSet)
+    router.register("wipe-requests", views.WipeRequestViewSet)
+    router.register("wipe-certificates", views.WipeCertificateViewSet)
