@@ -104,6 +104,7 @@ def transition(
     `from_state` defaults to the state the caller holds in `node.state`; the UPDATE only matches
     if the row is still there, so two concurrent moves cannot both win.
     """
+    from . import webhooks
     from .events import record
     from .models import Node
 
@@ -134,4 +135,6 @@ def transition(
             message=reason or TRANSITIONS[(current, to_state)],
             data={"from": str(current), "to": str(to_state), **(data or {})},
         )
+        # Webhook receivers hear of the move only once it commits (queued with on_commit).
+        webhooks.state_changed(node, event)
     return TransitionResult(node.pk, str(current), str(to_state), event.pk)
