@@ -1,0 +1,68 @@
+"""nvidia-smi -q -x: SwPowerCap is normal at load; hardware and thermal slowdowns are not."""
+
+from acceptance.parsers import nvidia_smi
+
+from .sample_files import read
+
+
+def test_idle_node_identity_and_health():
+    result = nvidia_smi.parse(read("nvidia_smi_idle_pass.xml"))
+    assert result.error is None
+    assert result.driver_version == "550.90.07"
+    gpu = result.metrics["gpus"][1]
+    assert gpu["index"] == 1
+    assert gpu["serial"] == "1654923004478"
+    assert gpu["uuid"] == "GPU-2b7e9d10-4c3a-8e1f-65b2-9a0d7c3e1f48"
+    assert gpu["bus_id"] == "00000000:2a:00.0"
+    assert gpu["ecc_volatile_uncorrectable"] == 0
+    assert gpu["remapped_rows_pending"] is False
+    assert gpu["temp_c"] == 31.0 and gpu["power_w"] == 71.82
+    assert result.findings == []
+
+
+def test_sw_power_cap_at_full_load_is_not_a_finding():
+    result = nvidia_smi.parse(read("nvidia_smi_load_swpowercap.xml"))
+    assert all("sw_power_cap" in g["clock_reasons_active"] for g in result.metrics["gpus"])
+    assert result.findings == []
+
+
+def test_hw_slowdown_and_power_brake_are_findings_on_that_gpu():
+    result = nvidia_smi.parse(read("nvidia_smi_load_hw_slowdown.xml"))
+    assert {f.part for f in result.findings} == {"GPU 1"}
+    messages = " ".join(f.message for f in result.findings)
+    assert "HW slowdown" in messages and "HW power brake slowdown" in messages
+    assert {f.part_serial for f in result.findings} == {"1654923004478"}
+
+
+def test_uncorrectable_ecc_and_pending_row_remap():
+    result = nvidia_smi.parse(read("nvidia_smi_ecc_row_remap_pending.xml"))
+    gpu0 = result.metrics["gpus"][0]
+    assert gpu0["ecc_volatile_uncorrectable"] == 1
+    assert gpu0["remapped_rows_pending"] is True
+    assert {f.code for f in result.findings} == {"ecc_uncorrectable", "row_remap_pending"}
+    assert {f.part for f in result.findings} == {"GPU 0"}
+
+
+def test_pre_r535_throttle_reasons_and_double_bit_counters():
+    result = nvidia_smi.parse(read("nvidia_smi_r525_thermal.xml"))
+    assert result.driver_version == "525.147.05"
+    assert result.metrics["gpus"][1]["clock_reasons_active"] == [
+        "sw_power_cap",
+        "hw_thermal_slowdown",
+    ]
+    assert result.metrics["gpus"][1]["power_w"] == 396.18
+    assert [f.message for f in result.findings] == [
+        "GPU 1: clocks held down by HW thermal slowdown"
+    ]
+
+
+def test_entity_expansion_is_refused():
+    bomb = (
+        '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+        '<!ENTITY lol2 "&lol;&lol;&lol;&lol;">]><nvidia_smi_log><gpu>&lol2;</gpu></nvidia_smi_log>'
+    )
+    assert nvidia_smi.parse(bomb).error
+
+
+def test_truncated_xml_is_an_error():
+    assert "truncated" in nvidia_smi.parse(read("nvidia_smi_truncated.xml")).error
