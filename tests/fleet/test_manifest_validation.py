@@ -1,0 +1,118 @@
+"""Manifest validation: every error names its line and its field, in the parser and the model."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from fleet.documents import DocumentInvalid
+from fleet.manifests import parse_manifest
+from fleet.models import Manifest
+from tests import factories
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def _messages(text: str) -> list[str]:
+    with pytest.raises(DocumentInvalid) as excinfo:
+        parse_manifest(text)
+    return excinfo.value.messages()
+
+
+def test_the_sample_manifest_is_valid():
+    parsed = parse_manifest(factories.sample_manifest_yaml())
+    assert parsed.sku == "hgx-h100-8gpu"
+    assert parsed.version == "1.0.0"
+    assert set(parsed.spec["firmware"]) == {"bmc", "bios", "hgx", "nic", "dpu", "nvme"}
+
+
+def test_malformed_yaml_names_its_line():
+    text = factories.sample_manifest_yaml().replace(
+        "boot_order: [Pxe, Hdd]", "boot_order: [Pxe, Hdd"
+    )
+    messages = _messages(text)
+    assert len(messages) == 1
+    line = _line_of(text, "boot_order:")
+    # PyYAML reports an unclosed flow sequence where it noticed it: at or after the opening line.
+    reported = int(messages[0].split(":")[0].removeprefix("line "))
+    assert reported >= line
+    assert "(syntax): malformed YAML" in messages[0]
+
+
+def test_unknown_component_names_line_and_field():
+    text = factories.sample_manifest_yaml().replace("  hgx:\n", "  gpu:\n")
+    line = _line_of(text, "  gpu:")
+    messages = _messages(text)
+    assert any(
+        m.startswith(f"line {line}: firmware.gpu: unknown component 'gpu'") for m in messages
+    ), messages
+
+
+def test_missing_sha256_names_the_component_line_and_field():
+    text = factories.sample_manifest_yaml()
+    sha_line = next(line for line in text.splitlines() if "bmc-7.10" in line)
+    bios_sha = "    sha256: 4a2e6e4d20ab73e3062009a137be412becb5d64dbb152c6a6d7ef500d4e1bd09\n"
+    assert sha_line and bios_sha in text
+    text = text.replace(bios_sha, "")
+    line = _line_of(text, "  bios:")
+    messages = _messages(text)
+    assert messages == [f"line {line}: firmware.bios.sha256: is missing"]
+
+
+def test_malformed_sha256_is_refused():
+    text = factories.sample_manifest_yaml().replace(
+        "sha256: 2e8c9f6f3f64cae12f89a43cf4d24661aa6ab476cdd8bc407b3ab3d0ff027b27",
+        "sha256: not-a-digest",
+    )
+    line = _line_of(text, "not-a-digest")
+    assert _messages(text) == [
+        f"line {line}: firmware.nvme.sha256: 'not-a-digest' is not 64 lowercase hex digits"
+    ]
+
+
+@pytest.mark.parametrize("bad", ['"1.0"', '"v1.0.0"', '"1.0.0-rc1"', '"latest"'])
+def test_bad_version_string_names_line_and_field(bad):
+    text = factories.sample_manifest_yaml().replace('version: "1.0.0"', f"version: {bad}", 1)
+    line = _line_of(text, f"version: {bad}")
+    messages = _messages(text)
+    assert messages == [f"line {line}: version: {bad.strip(chr(34))!r} is not a version like 1.2.0"]
+
+
+def test_every_error_is_reported_at_once():
+    text = (
+        factories.sample_manifest_yaml()
+        .replace('version: "1.0.0"', 'version: "one"', 1)
+        .replace("  hgx:\n", "  gpu:\n")
+    )
+    messages = _messages(text)
+    assert [m.split(": ")[1] for m in messages] == ["version", "firmware.gpu"]
+
+
+@pytest.mark.django_db
+def test_model_clean_keys_the_errors_to_the_yaml_field(sku):
+    text = factories.sample_manifest_yaml().replace('version: "1.0.0"', 'version: "1.0"', 1)
+    manifest = Manifest(yaml_text=text)
+    with pytest.raises(ValidationError) as excinfo:
+        manifest.full_clean()
+    errors = excinfo.value.message_dict
+    assert list(errors) == ["yaml_text"]
+    assert errors["yaml_text"] == ["line 3: version: '1.0' is not a version like 1.2.0"]
+
+
+@pytest.mark.django_db
+def test_model_clean_refuses_an_unknown_sku():
+    text = factories.sample_manifest_yaml()
+    with pytest.raises(ValidationError) as excinfo:
+        Manifest(yaml_text=text).full_clean()
+    assert excinfo.value.message_dict["yaml_text"] == ["line 1: sku: unknown SKU 'hgx-h100-8gpu'"]
+
+
+@pytest.mark.django_db
+def test_model_clean_derives_sku_version_and_spec(sku):
+    manifest = Manifest(yaml_text=factories.sample_manifest_yaml())
+    manifest.full_clean()
+    assert manifest.sku == sku
+    assert manifest.version == "1.0.0"
+    assert manifest.spec["os_image"]["signature"] == "lab-signing-key-1:ubuntu-24.04-gpu"
