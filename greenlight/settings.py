@@ -209,3 +209,7 @@ if GREENLIGHT_NETBOX_URL and GREENLIGHT_NETBOX_TOKEN:
         "task": "fleet.tasks.netbox_sync",
         "schedule": env_float("GREENLIGHT_NETBOX_SYNC_SECONDS", 900.0),
     }
+# Wall seconds a worker holds a run while taking one step; past it, another worker may take over.
+GREENLIGHT_STEP_LEASE_S = env_float("GREENLIGHT_STEP_LEASE_S", 120.0)
+# Wall seconds past a run's due look before the sweep re-sends it.
+GREENLIGHT_SWEEP_GRACE_S = env_float("GREENLIGHT_SWEEP_GRACE_S", 30.0)

@@ -25,12 +25,13 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
 # Firmware inventory names to component kinds, checked in order: the first keyword found wins,
-# so "BlueField" is a DPU before "network" makes it a NIC, and an HGX baseboard is not a GPU.
+# so "BlueField" is a DPU before its letters "uefi" make it a BIOS or "network" a NIC, and an
+# HGX baseboard is not a GPU.
 KIND_KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (ComponentKind.DPU, ("bluefield", "dpu")),
     (ComponentKind.BMC, ("idrac", "ilo", "bmc", "remote access", "xcc", "manager")),
     (ComponentKind.BIOS, ("bios", "system rom", "uefi")),
     (ComponentKind.HGX, ("hgx", "baseboard")),
-    (ComponentKind.DPU, ("bluefield", "dpu")),
     (ComponentKind.NVME, ("nvme", "ssd", "drive")),
     (ComponentKind.NIC, ("nic", "connectx", "ethernet", "network", "infiniband", "adapter")),
     (ComponentKind.GPU, ("gpu", "a100", "h100")),

@@ -33,6 +33,9 @@ class Run(models.Model):
     # value and does nothing, so a re-delivered message never applies a phase twice.
     step = models.PositiveIntegerField(default=0)
     next_look_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Set when something the run waits for happened while a step was running (an agent checked
+    # in, a command finished): the step then schedules its next look at once.
+    nudged_at = models.DateTimeField(null=True, blank=True)
     wait_reason = models.CharField(max_length=300, blank=True)
     last_error = models.TextField(blank=True)
     transient_budget = models.PositiveSmallIntegerField(default=0)

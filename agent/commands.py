@@ -1,0 +1,169 @@
+"""The agent's commands: each turns a request from Greenlight into calls on the hardware layer."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from . import protocol
+from .downloads import fetch_verified
+from .hardware import Hardware, HardwareError, Log
+
+INVENTORY_KEYS = {"nic": "nics", "dpu": "dpus", "nvme": "drives"}
+
+
+class CommandFailed(Exception):
+    """A command could not do what it was asked; `result` says how far it got."""
+
+    def __init__(self, message: str, result: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.result = result or {}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+async def inventory(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
+    """Every part with serial and firmware, and the OS image on the boot disk."""
+    return await hw.inventory()
+
+
+async def flash_firmware(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
+    """Flash every device of one kind that is not at the target version (and only those)."""
+    kind, version = params["component"], params["version"]
+    devices = (await hw.inventory()).get(INVENTORY_KEYS[kind], [])
+    behind = [d for d in devices if d.get("firmware") != version]
+    flashed: list[dict] = []
+    if not behind:
+        log(f"every {kind} already runs {version}")
+        return {"flashed": [], "needs_reset": False, "needs_power_cycle": False}
+    image = await fetch_verified(http, params["url"], params["sha256"])
+    log(f"{params['url']}: sha256 verified")
+    needs_reset = needs_cycle = False
+    try:
+        for device in behind:
+            try:
+                effect = await hw.flash(kind, device, image, version, log)
+            except HardwareError as exc:
+                raise CommandFailed(
+                    str(exc), {"flashed": flashed, "failed_device": _name(kind, device)}
+                ) from None
+            flashed.append(
+                {
+                    "device": _name(kind, device),
+                    "serial": device.get("serial", ""),
+                    "from": device.get("firmware", ""),
+                    "to": version,
+                }
+            )
+            needs_reset |= bool(effect.get("needs_reset"))
+            needs_cycle |= bool(effect.get("needs_power_cycle"))
+    finally:
+        image.unlink(missing_ok=True)
+    return {"flashed": flashed, "needs_reset": needs_reset, "needs_power_cycle": needs_cycle}
+
+
+def choose_erase_method(drive: dict) -> str | None:
+    """The strongest cryptographic erase the drive says it supports (NIST SP 800-88 purge)."""
+    if drive.get("sanitize_crypto"):
+        return "nvme_sanitize_crypto"
+    if drive.get("format_crypto"):
+        return "nvme_format_crypto"
+    if drive.get("opal") and drive.get("psid"):
+        return "opal_psid_revert"
+    return None
+
+
+async def secure_erase(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
+    """Crypto-erase every drive, each checked by exit code and by reading blocks back."""
+    wanted = set(params.get("serials") or [])
+    drives = [
+        d for d in (await hw.inventory()).get("drives", []) if not wanted or d["serial"] in wanted
+    ]
+    reports = []
+    for drive in drives:
+        reports.append(await _erase_one(hw, drive, log))
+    failed = [r for r in reports if r["result"] != "passed"]
+    result = {"drives": reports}
+    if failed:
+        names = ", ".join(f"{r['serial']} ({r['verification']})" for r in failed)
+        raise CommandFailed(f"erase failed on {names}", result)
+    return result
+
+
+async def _erase_one(hw: Hardware, drive: dict, log: Log) -> dict:
+    report = {
+        "name": drive.get("name", ""),
+        "serial": drive.get("serial", ""),
+        "model": drive.get("model", ""),
+        "started_at": _now(),
+    }
+    method = choose_erase_method(drive)
+    if method is None:
+        return report | {
+            "method": "",
+            "tool": "",
+            "result": "failed",
+            "verification": "the drive supports no cryptographic erase",
+            "finished_at": _now(),
+        }
+    before = await hw.sample_blocks(drive)
+    outcome = await hw.erase(drive, method, log)
+    after = await hw.sample_blocks(drive)
+    if outcome["exit_code"] != 0:
+        verdict, check = "failed", f"{outcome['tool']} exited {outcome['exit_code']}"
+    elif after == before:
+        # The tool said yes but the blocks read back unchanged: the data is still there.
+        verdict, check = "failed", "blocks read back unchanged after the erase"
+    else:
+        verdict, check = "passed", "sampled blocks changed after the erase"
+    log(f"{report['serial']}: {method}: {verdict} ({check})")
+    return report | {
+        "method": method,
+        "tool": outcome["tool"],
+        "exit_code": outcome["exit_code"],
+        "result": verdict,
+        "verification": check,
+        "finished_at": _now(),
+    }
+
+
+async def install_os(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
+    """Download the image, check sha256 and signature, write it to the boot disk."""
+    image = await fetch_verified(http, params["url"], params["sha256"])
+    try:
+        log(f"{params['url']}: sha256 verified")
+        if not await hw.verify_signature(image, params.get("signature", "")):
+            raise CommandFailed(f"{params['url']}: signature does not verify")
+        log("signature verified")
+        await hw.write_image(image, log)
+    finally:
+        image.unlink(missing_ok=True)
+    return {"sha256": params["sha256"]}
+
+
+async def run_tool(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
+    """Run one acceptance tool and return its raw output for Greenlight's parsers."""
+    tool = params["tool"]
+    if tool not in protocol.TOOLS:
+        raise CommandFailed(f"unknown tool {tool!r}")
+    code, output = await hw.run_tool(tool, params, log)
+    return {"tool": tool, "exit_code": code, "output": output}
+
+
+def _name(kind: str, device: dict) -> str:
+    return device.get("name") or f"{kind} {device.get('index', '?')}"
+
+
+Command = Callable[[Hardware, httpx.AsyncClient, dict, Log], Awaitable[dict]]
+COMMANDS: dict[str, Command] = {
+    protocol.INVENTORY: inventory,
+    protocol.FLASH_FIRMWARE: flash_firmware,
+    protocol.SECURE_ERASE: secure_erase,
+    protocol.INSTALL_OS: install_os,
+    protocol.RUN_TOOL: run_tool,
+}

@@ -1,0 +1,40 @@
+"""Greenlight's notion of time: wall time, scaled by GREENLIGHT_TIME_SCALE.
+
+Production runs at scale 1. The lab runs its hall faster (a 78-minute run in seconds) and sets the
+same factor here, so a "20 minute" phase limit is 20 lab minutes and every wait stays in
+proportion. Durations in manifests and phase definitions are always in node (lab) seconds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+
+def now() -> datetime:
+    return timezone.now()
+
+
+def scale() -> float:
+    return max(float(settings.GREENLIGHT_TIME_SCALE), 1e-6)
+
+
+def real_delta(node_seconds: float) -> timedelta:
+    """The wall-clock span of `node_seconds` of node time."""
+    return timedelta(seconds=node_seconds / scale())
+
+
+def node_seconds(span: timedelta) -> float:
+    """Node (lab) seconds elapsed in a wall-clock span."""
+    return span.total_seconds() * scale()
+
+
+def minutes_text(seconds: float) -> str:
+    """Human text for a node-time duration: '45 s', '4 min', '2.5 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

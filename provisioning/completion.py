@@ -1,0 +1,65 @@
+"""Ending a run whose every phase and gate is done: the node goes to a person for approval."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from fleet.choices import EventKind, NodeState
+from fleet.events import record as record_event
+from fleet.lifecycle import transition
+from fleet.models import Node
+
+from .choices import RunStatus
+from .models import Run
+
+
+def complete_run(run: Run) -> None:
+    """Record the manifest the node now matches and move it to awaiting approval."""
+    with transaction.atomic():
+        finished = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+            status=RunStatus.SUCCEEDED,
+            finished_at=timezone.now(),
+            next_look_at=None,
+            current_phase="",
+            wait_reason="",
+        )
+        if not finished:
+            return
+        Node.objects.filter(pk=run.node_id).update(manifest=run.manifest, attention="")
+        node = Node.objects.get(pk=run.node_id)
+        if node.state == NodeState.PROVISIONING:
+            transition(node, NodeState.VALIDATING, actor_label="engine", reason="no gates to run")
+        if node.state == NodeState.VALIDATING:
+            transition(
+                node,
+                NodeState.AWAITING_APPROVAL,
+                actor_label="engine",
+                reason="every phase and gate passed",
+            )
+            _return_without_a_click(run, node)
+        record_event(
+            node,
+            EventKind.RUN_FINISHED,
+            actor_label="engine",
+            message=f"run {run.pk} succeeded",
+            data={"run": run.pk, "status": RunStatus.SUCCEEDED},
+        )
+
+
+def _return_without_a_click(run: Run, node: Node) -> None:
+    """Tenant-release runs may return passed nodes to service if the profile allows it."""
+    from acceptance.models import AcceptanceProfile
+
+    from .choices import RunKind
+
+    if run.kind != RunKind.WIPE:
+        return
+    profile = AcceptanceProfile.current_for(node.sku)
+    if profile and profile.spec.get("auto_return_to_service"):
+        transition(
+            node,
+            NodeState.IN_SERVICE,
+            actor_label="policy",
+            reason=f"profile {profile.version} returns re-validated nodes to service",
+        )

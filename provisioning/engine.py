@@ -1,0 +1,328 @@
+"""The engine: takes one step of a run, hands the phase's outcome to the right handler.
+
+A step is claimed by bumping `Run.step` with a conditional UPDATE, so a duplicated or stale task
+(redelivered after a crash, or re-sent by the sweep) does nothing. A phase never sleeps: a Wait
+becomes a task scheduled for later and the worker lets go.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from fleet.choices import EventKind, NodeState
+from fleet.events import record as record_event
+from fleet.lifecycle import TransitionError, transition
+from fleet.models import Node
+
+from . import clock
+from .choices import PhaseStatus, RunStatus
+from .models import PhaseRecord, Run
+from .outcomes import (
+    OUTCOME_TYPES,
+    Done,
+    Failure,
+    NeedsPerson,
+    Outcome,
+    Skipped,
+    TransientFailure,
+    Wait,
+)
+from .phases.base import PhaseContext
+from .phases.registry import phase_for
+from .scheduling import hand_over
+
+logger = logging.getLogger(__name__)
+
+# Phases finished in one task before it hands over: keeps one worker fair across many nodes.
+MAX_PHASES_PER_STEP = 6
+
+
+def advance(run_id: int, step: int) -> None:
+    """Take step `step` of run `run_id`, unless another worker already did."""
+    now = timezone.now()
+    lease = now + timedelta(seconds=settings.GREENLIGHT_STEP_LEASE_S)
+    # Claimable: waiting for this look, or running under a lease that expired (its worker died).
+    claimable = Q(status__in=(RunStatus.QUEUED, RunStatus.WAITING)) | Q(
+        status=RunStatus.RUNNING, next_look_at__lt=now
+    )
+    claimed = Run.objects.filter(claimable, pk=run_id, step=step).update(
+        step=F("step") + 1, status=RunStatus.RUNNING, next_look_at=lease
+    )
+    if not claimed:
+        return
+    run = Run.objects.select_related("node", "node__rack", "manifest").get(pk=run_id)
+    run.claimed_at = now
+    if run.started_at is None:
+        Run.objects.filter(pk=run.pk).update(started_at=now)
+    for _ in range(MAX_PHASES_PER_STEP):
+        record = next_record(run)
+        if record is None:
+            finish_run(run)
+            return
+        if not take_one_look(run, record):
+            return
+    hand_over(run, timezone.now())
+
+
+def next_record(run: Run) -> PhaseRecord | None:
+    """The first phase of the run that is neither done nor skipped."""
+    return (
+        run.phases.exclude(status__in=(PhaseStatus.DONE, PhaseStatus.SKIPPED))
+        .order_by("order")
+        .first()
+    )
+
+
+def take_one_look(run: Run, record: PhaseRecord) -> bool:
+    """Run one look of a phase; True when it finished and the next phase may start now."""
+    if record.status in (PhaseStatus.PENDING, PhaseStatus.FAILED):
+        start_phase(run, record)
+    ctx = PhaseContext(run=run, node=run.node, record=record, manifest=run.manifest.spec)
+    try:
+        outcome = phase_for(record.phase).execute(ctx)
+    except Exception as exc:  # noqa: BLE001
+        outcome = outcome_of_exception(exc)
+    finally:
+        ctx.close()
+    if not isinstance(outcome, OUTCOME_TYPES):
+        outcome = Failure(f"phase returned {type(outcome).__name__}, not an outcome")
+    return handle_outcome(run, record, ctx, outcome)
+
+
+def outcome_of_exception(exc: Exception) -> Outcome:
+    """Sort an error a phase let escape: hiccups are transient, the rest are failures."""
+    from .errors import classify
+
+    return classify(exc)
+
+
+def start_phase(run: Run, record: PhaseRecord) -> None:
+    """Mark a phase running, with its deadline, and say so."""
+    ctx = PhaseContext(run=run, node=run.node, record=record, manifest=run.manifest.spec)
+    now = timezone.now()
+    record.status = PhaseStatus.RUNNING
+    record.attempts += 1
+    record.started_at = now
+    record.finished_at = None
+    record.stage = ""
+    record.stage_started_at = now
+    record.error = ""
+    record.deadline_at = now + clock.real_delta(ctx.time_limit())
+    record.save()
+    Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
+    run.current_phase = record.phase
+    if record.phase.startswith("gate:") and run.node.state == NodeState.PROVISIONING:
+        _move_node(run, NodeState.VALIDATING, "provisioning phases done; acceptance gates start")
+    record_event(
+        run.node,
+        EventKind.PHASE_STARTED,
+        actor_label="engine",
+        message=f"{record.phase} started (attempt {record.attempts})",
+        data={"run": run.pk, "phase": record.phase, "attempt": record.attempts},
+    )
+
+
+def handle_outcome(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Outcome) -> bool:
+    """Write what the outcome means; True when the next phase may start at once."""
+    if isinstance(outcome, Done | Skipped):
+        finish_phase(run, record, outcome)
+        return True
+    if isinstance(outcome, Wait):
+        if timezone.now() > record.deadline_at:
+            limit = clock.minutes_text(ctx.time_limit())
+            return handle_outcome(
+                run, record, ctx, Failure(f"timed out after {limit}: {outcome.reason}")
+            )
+        wait(run, record, ctx, outcome.reason, outcome.seconds)
+        return False
+    if isinstance(outcome, TransientFailure):
+        return transient_failure(run, record, ctx, outcome)
+    if isinstance(outcome, NeedsPerson):
+        needs_person(run, record, ctx, outcome)
+        return False
+    return phase_failure(run, record, ctx, outcome)
+
+
+def finish_phase(run: Run, record: PhaseRecord, outcome: Done | Skipped) -> None:
+    skipped = isinstance(outcome, Skipped)
+    record.status = PhaseStatus.SKIPPED if skipped else PhaseStatus.DONE
+    record.finished_at = timezone.now()
+    record.compared = outcome.compared
+    record.changes = [] if skipped else outcome.changes
+    record.wait_reason = ""
+    if outcome.log:
+        record.log = (record.log + "\n" + outcome.log).strip()
+    record.save()
+    kind = EventKind.PHASE_SKIPPED if skipped else EventKind.PHASE_DONE
+    what = "no delta" if skipped else f"{len(record.changes)} change(s)"
+    record_event(
+        run.node,
+        kind,
+        actor_label="engine",
+        message=f"{record.phase} {'skipped' if skipped else 'done'}: {what}",
+        data={"run": run.pk, "phase": record.phase, "changes": record.changes},
+    )
+
+
+def wait(run: Run, record: PhaseRecord, ctx: PhaseContext, reason: str, seconds: float) -> None:
+    """Record what the phase waits for and schedule the next look; the worker lets go."""
+    spent = clock.node_seconds(timezone.now() - record.started_at)
+    text = f"{reason}, {clock.minutes_text(spent)} of {clock.minutes_text(ctx.time_limit())}"
+    first_time = record.status != PhaseStatus.WAITING or not record.wait_reason.startswith(reason)
+    record.status = PhaseStatus.WAITING
+    record.wait_reason = text[:300]
+    record.save(update_fields=["status", "wait_reason"])
+    due = timezone.now() + clock.real_delta(seconds)
+    Run.objects.filter(pk=run.pk).update(wait_reason=text[:300])
+    if first_time:
+        record_event(
+            run.node,
+            EventKind.PHASE_WAITING,
+            actor_label="engine",
+            message=f"{record.phase}: {reason}",
+            data={"run": run.pk, "phase": record.phase},
+        )
+    hand_over(run, due)
+
+
+def transient_failure(
+    run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: TransientFailure
+) -> bool:
+    """Spend one unit of the transient budget and look again soon; fail when it is spent."""
+    Run.objects.filter(pk=run.pk).update(transient_used=F("transient_used") + 1)
+    run.refresh_from_db(fields=["transient_used", "transient_budget"])
+    if run.transient_used > run.transient_budget:
+        fail_run(
+            run,
+            record,
+            f"gave up after {run.transient_budget} transient errors; last: {outcome.reason}",
+            component=_component_of(outcome.reason),
+        )
+        return False
+    record_event(
+        run.node,
+        EventKind.PHASE_RETRY,
+        actor_label="engine",
+        message=f"{record.phase}: transient error, retrying: {outcome.reason}",
+        data={
+            "run": run.pk,
+            "phase": record.phase,
+            "error_kind": outcome.kind,
+            "budget": "transient",
+            "used": run.transient_used,
+        },
+    )
+    backoff = min(10.0 * run.transient_used, 120.0)
+    wait(run, record, ctx, f"retrying after a transient error ({outcome.reason})", backoff)
+    return False
+
+
+def phase_failure(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Failure) -> bool:
+    """Spend one unit of the failure budget and redo the phase from observe; fail when spent."""
+    Run.objects.filter(pk=run.pk).update(failure_used=F("failure_used") + 1)
+    run.refresh_from_db(fields=["failure_used", "failure_budget"])
+    if outcome.permanent or run.failure_used > run.failure_budget:
+        fail_run(run, record, outcome.reason, component=outcome.component)
+        return False
+    record.status = PhaseStatus.FAILED
+    record.error = outcome.reason
+    record.finished_at = timezone.now()
+    record.save(update_fields=["status", "error", "finished_at"])
+    record_event(
+        run.node,
+        EventKind.PHASE_RETRY,
+        actor_label="engine",
+        message=f"{record.phase} failed, retrying from observe: {outcome.reason}",
+        data={
+            "run": run.pk,
+            "phase": record.phase,
+            "component": outcome.component,
+            "budget": "failure",
+            "used": run.failure_used,
+        },
+    )
+    hand_over(run, timezone.now() + clock.real_delta(30))
+    return False
+
+
+def needs_person(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: NeedsPerson) -> None:
+    """Show the node's task for a site tech and look again later."""
+    updated = Node.objects.filter(pk=run.node_id).exclude(attention=outcome.reason)
+    if updated.update(attention=outcome.reason):
+        record_event(
+            run.node,
+            EventKind.ATTENTION,
+            actor_label="engine",
+            message=outcome.reason,
+            data={"run": run.pk, "phase": record.phase},
+        )
+    wait(run, record, ctx, f"waiting for a person: {outcome.reason}", outcome.recheck_seconds)
+
+
+def fail_run(run: Run, record: PhaseRecord, reason: str, *, component: str = "") -> None:
+    """End the run as failed and move the node to where a person will see it."""
+    now = timezone.now()
+    with transaction.atomic():
+        record.status = PhaseStatus.FAILED
+        record.error = reason
+        record.finished_at = now
+        record.save(update_fields=["status", "error", "finished_at"])
+        Run.objects.filter(pk=run.pk).update(
+            status=RunStatus.FAILED,
+            finished_at=now,
+            last_error=f"{record.phase}: {reason}",
+            next_look_at=None,
+        )
+        record_event(
+            run.node,
+            EventKind.PHASE_FAILED,
+            actor_label="engine",
+            message=f"{record.phase} failed: {reason}",
+            data={"run": run.pk, "phase": record.phase, "component": component},
+        )
+        target = NodeState.QUARANTINED if _is_hardware_verdict(record) else NodeState.FAILED
+        _move_node(
+            run,
+            target,
+            f"{record.phase} failed: {reason}",
+            data={"phase": record.phase, "component": component, "run": run.pk},
+        )
+        record_event(
+            run.node,
+            EventKind.RUN_FINISHED,
+            actor_label="engine",
+            message=f"run failed in {record.phase}: {reason}",
+            data={"run": run.pk, "status": RunStatus.FAILED, "component": component},
+        )
+
+
+def finish_run(run: Run) -> None:
+    """Every phase is done or skipped: record the manifest and hand the node to a person."""
+    from .completion import complete_run
+
+    complete_run(run)
+
+
+def _is_hardware_verdict(record: PhaseRecord) -> bool:
+    # A gate that failed found a fault in the hardware itself: that node must not be retried
+    # into service; quarantine it. A provisioning phase that failed leaves the node "failed".
+    return record.phase.startswith("gate:")
+
+
+def _component_of(reason: str) -> str:
+    return "bmc" if "BMC" in reason or "bmc" in reason else ""
+
+
+def _move_node(run: Run, to_state: str, reason: str, data: dict | None = None) -> None:
+    node = Node.objects.get(pk=run.node_id)
+    try:
+        transition(node, to_state, actor_label="engine", reason=reason, data=data)
+    except TransitionError:
+        logger.warning("run %s: node %s not moved to %s", run.pk, node.serial, to_state)
+    run.node.state = node.state

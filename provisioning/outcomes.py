@@ -1,0 +1,64 @@
+"""What a phase may return: a closed set. The engine refuses anything else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Done:
+    """The phase reconciled its aspect; `changes` lists [{component, from, to}] it applied."""
+
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    compared: dict[str, Any] = field(default_factory=dict)
+    log: str = ""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Observe found no delta: nothing was applied. `compared` says what matched."""
+
+    compared: dict[str, Any] = field(default_factory=dict)
+    log: str = ""
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Look again after `seconds` of node time; `reason` says what the phase waits for."""
+
+    seconds: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class TransientFailure:
+    """A hiccup (BMC busy, connection dropped, agent gone during a reboot): retry soon.
+
+    Counts against the run's transient budget, never its failure budget.
+    """
+
+    reason: str
+    kind: str = "transient"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The phase really failed. `component` names the failing part (e.g. "NVMe 3", "bmc")."""
+
+    reason: str
+    component: str = ""
+    # A fault retrying cannot fix (wrong hardware, refused credentials): fail the run at once.
+    permanent: bool = False
+
+
+@dataclass(frozen=True)
+class NeedsPerson:
+    """Only a person can help (e.g. an AC power cycle); shown on the node as a task."""
+
+    reason: str
+    recheck_seconds: float = 300.0
+
+
+Outcome = Done | Skipped | Wait | TransientFailure | Failure | NeedsPerson
+OUTCOME_TYPES = (Done, Skipped, Wait, TransientFailure, Failure, NeedsPerson)

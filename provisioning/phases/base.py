@@ -1,0 +1,118 @@
+"""What every phase is: observe, diff against the manifest, apply the delta, verify.
+
+A phase's `execute` is called once per engine step and returns an Outcome (outcomes.py). Long
+waits are never slept: the phase records its inner stage on its PhaseRecord and returns Wait;
+the engine schedules the next look.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from .. import clock
+from ..outcomes import Outcome
+from . import PHASES_BY_NAME, PhaseInfo
+
+if TYPE_CHECKING:
+    from fleet.models import Node
+
+    from ..models import PhaseRecord, Run
+    from ..redfish import RedfishClient
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One aspect of a node that differs from (or matches) its manifest."""
+
+    component: str
+    expected: Any
+    actual: Any
+
+    @property
+    def matched(self) -> bool:
+        return self.expected == self.actual
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "component": self.component,
+            "expected": self.expected,
+            "actual": self.actual,
+            "matched": self.matched,
+        }
+
+
+@dataclass
+class PhaseContext:
+    """What a phase gets: the run, node, its record, the manifest, and lazily opened clients."""
+
+    run: Run
+    node: Node
+    record: PhaseRecord
+    manifest: dict[str, Any]
+    _bmc: RedfishClient | None = field(default=None, repr=False)
+
+    def bmc(self) -> RedfishClient:
+        """A Redfish client for the node's BMC, opened once per step and closed by the engine."""
+        if self._bmc is None:
+            from ..bmc import client_for
+
+            self._bmc = client_for(self.node)
+            self._bmc.open()
+        return self._bmc
+
+    def close(self) -> None:
+        if self._bmc is not None:
+            self._bmc.close()
+            self._bmc = None
+
+    def set_stage(self, stage: str, **fields: Any) -> None:
+        """Move the phase to its next inner stage; saved at once, before anything is applied."""
+        self.record.stage = stage
+        self.record.stage_started_at = timezone.now()
+        for name, value in fields.items():
+            setattr(self.record, name, value)
+        self.record.save(update_fields=["stage", "stage_started_at", *fields])
+
+    def stage_elapsed(self) -> float:
+        """Node seconds since the current inner stage began."""
+        if self.record.stage_started_at is None:
+            return 0.0
+        return clock.node_seconds(timezone.now() - self.record.stage_started_at)
+
+    def time_limit(self) -> float:
+        """This phase's limit in node seconds: the manifest's, else the phase default."""
+        timeouts = self.manifest.get("timeouts") or {}
+        return float(timeouts.get(self.record.phase, self.info.time_limit_s))
+
+    @property
+    def info(self) -> PhaseInfo:
+        return PHASES_BY_NAME.get(self.record.phase) or PhaseInfo(
+            self.record.phase, self.record.phase, "in", False, 86400
+        )
+
+
+class Phase(ABC):
+    """Base of every phase. Subclasses set `name` and implement `execute`.
+
+    Phases that reconcile a measurable aspect also implement `observe` and `diff`, which the
+    drift audit calls alone: they must never write to the node.
+    """
+
+    name: str = ""
+    auditable: bool = False
+
+    @abstractmethod
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        """One look: advance this phase as far as it can without waiting; say what happened."""
+
+    def observe(self, ctx: PhaseContext) -> Any:
+        """Read the current state of this phase's aspect (read-only)."""
+        return None
+
+    def diff(self, ctx: PhaseContext, observed: Any) -> list[Drift]:
+        """Compare the observed state with the manifest (pure)."""
+        return []

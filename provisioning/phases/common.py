@@ -1,0 +1,52 @@
+"""Steps many phases share: rebooting into an environment and waiting for its agent."""
+
+from __future__ import annotations
+
+from ..agent_link import EPHEMERAL, is_alive, live_session
+from ..models import AgentSession
+from ..outcomes import Outcome, Wait
+from ..redfish import PowerAction, PowerState
+from .base import PhaseContext
+
+BOOT_LOOK_S = 15.0
+
+
+def reboot_into(ctx: PhaseContext, target: str, next_stage: str) -> Outcome:
+    """Boot the node once into `target` (Pxe or Hdd) and move to `next_stage` to await it."""
+    bmc = ctx.bmc()
+    session = live_session(ctx.node)
+    bmc.set_boot_override(target, once=True)
+    power = bmc.power_state()
+    action = PowerAction.ON if power == PowerState.OFF else PowerAction.RESTART
+    ctx.set_stage(next_stage, boot_id_before=session.boot_id if session else "")
+    bmc.reset(action)
+    where = "the ephemeral environment" if target == "Pxe" else "the installed OS"
+    return Wait(BOOT_LOOK_S, f"rebooting into {where}")
+
+
+def new_boot(ctx: PhaseContext, environment: str | None = None) -> AgentSession | None:
+    """The agent session of a boot that began after this stage did, if it checked in."""
+    sessions = AgentSession.objects.filter(
+        node=ctx.node, revoked_at__isnull=True, created_at__gte=ctx.record.stage_started_at
+    ).exclude(boot_id=ctx.record.boot_id_before)
+    if environment:
+        sessions = sessions.filter(environment=environment)
+    return sessions.order_by("-created_at").first()
+
+
+def awaiting_boot(ctx: PhaseContext, environment: str | None = None) -> Wait | None:
+    """None once the node came back with a new boot; else a Wait saying what for."""
+    if new_boot(ctx, environment) is not None:
+        return None
+    what = {EPHEMERAL: "ephemeral environment"}.get(environment or "", "agent")
+    return Wait(BOOT_LOOK_S, f"waiting for {what} check-in after reboot")
+
+
+def ensure_ephemeral(ctx: PhaseContext, resume_stage: str) -> Outcome | None:
+    """None when the ephemeral environment's agent is up; else reboot into it.
+
+    Erasing drives and writing the OS image cannot happen from the OS on those drives.
+    """
+    if is_alive(ctx.node, EPHEMERAL):
+        return None
+    return reboot_into(ctx, "Pxe", resume_stage)

@@ -1,0 +1,286 @@
+"""In-band phases: what Greenlight does through the agent inside the node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from agent import protocol
+from fleet.models import Node
+
+from .. import agent_link
+from ..agent_link import EPHEMERAL, HOST_OS, is_alive, live_session
+from ..choices import CommandStatus, RunKind
+from ..inventory import record_inband
+from ..models import AgentCommand
+from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
+from .base import Drift, Phase, PhaseContext
+from .common import awaiting_boot, ensure_ephemeral, reboot_into
+
+COMMAND_LOOK_S = 20.0
+# Node seconds a sent command may stay silent before Greenlight asks the agent directly.
+SILENCE_S = 120.0
+INVENTORY_KEYS = {"nic": "nics", "dpu": "dpus", "nvme": "drives"}
+
+
+def send_command(ctx: PhaseContext, kind: str, params: dict, stage: str) -> Outcome:
+    """Hand a command to the live agent and wait for its result in `stage`."""
+    session = live_session(ctx.node)
+    if session is None:
+        return TransientFailure("no agent is checked in", kind="AgentUnavailable")
+    command = agent_link.send(session, ctx.run, ctx.record.phase, kind, params)
+    ctx.set_stage(stage, command=command)
+    return Wait(COMMAND_LOOK_S, f"agent running {kind}")
+
+
+def command_outcome(ctx: PhaseContext) -> AgentCommand | Outcome:
+    """The finished command of this stage, or the Outcome to return while it is not finished."""
+    command = ctx.record.command
+    if command is None:
+        return Failure("the phase lost track of its agent command")
+    command.refresh_from_db()
+    if command.status == CommandStatus.SENT and ctx.stage_elapsed() > SILENCE_S:
+        command = agent_link.refresh(command)
+    if command.status in (CommandStatus.QUEUED, CommandStatus.SENT):
+        return Wait(COMMAND_LOOK_S, f"agent running {command.kind}")
+    if command.status == CommandStatus.LOST:
+        # The agent rebooted or restarted under the command: observe again from the start.
+        ctx.set_stage("", command=None)
+        return TransientFailure(f"the agent lost command {command.kind}", kind="AgentLost")
+    return command
+
+
+class WaitForAgent(Phase):
+    """The node booted the ephemeral environment and its agent checked in; record inventory."""
+
+    name = "wait_for_agent"
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        session = is_alive(ctx.node)
+        if session is None:
+            return Wait(10, "waiting for agent check-in after PXE boot")
+        was_up = session.created_at < ctx.run.created_at
+        changed = record_inband(ctx.node, agent_link.inventory(session))
+        compared = {"agent": f"{session.environment}, boot {session.boot_id[:8]}"}
+        compared["inventory_rows_changed"] = changed
+        return Skipped(compared) if was_up else Done(compared=compared)
+
+
+class InbandFirmware(Phase):
+    """NIC, DPU or NVMe firmware, flashed by the agent with the vendor's tool."""
+
+    auditable = True
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.name = f"{kind}_firmware"
+
+    def target(self, ctx: PhaseContext) -> dict[str, str] | None:
+        return (ctx.manifest.get("firmware") or {}).get(self.kind)
+
+    def observe(self, ctx: PhaseContext) -> list[dict[str, Any]]:
+        session = live_session(ctx.node)
+        if session is None:
+            raise agent_link.AgentUnavailable(f"no agent is checked in for {ctx.node.serial}")
+        return agent_link.inventory(session).get(INVENTORY_KEYS[self.kind], [])
+
+    def diff(self, ctx: PhaseContext, observed: list[dict[str, Any]]) -> list[Drift]:
+        target = self.target(ctx)
+        if target is None:
+            return []
+        return [
+            Drift(d.get("name") or f"{self.kind} {i}", target["version"], d.get("firmware"))
+            for i, d in enumerate(observed)
+        ]
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        target = self.target(ctx)
+        if target is None:
+            return Skipped({"reason": f"the manifest sets no {self.kind} firmware"})
+        stage = ctx.record.stage
+        if stage == "":
+            drifts = self.diff(ctx, self.observe(ctx))
+            compared = {"drift": [d.as_dict() for d in drifts]}
+            if all(d.matched for d in drifts):
+                return Skipped(compared)
+            ctx.record.compared = compared
+            ctx.record.save(update_fields=["compared"])
+            params = {"component": self.kind, **target}
+            return send_command(ctx, protocol.FLASH_FIRMWARE, params, "flashing")
+        if stage == "flashing":
+            return self.flashed(ctx)
+        if stage in ("rebooting", "power_cycle"):
+            waiting = awaiting_boot(ctx)
+            if waiting is not None:
+                if stage == "power_cycle":
+                    return NeedsPerson(
+                        f"AC power cycle needed: the {self.kind.upper()} firmware needs power "
+                        "removed from the node",
+                        recheck_seconds=120,
+                    )
+                return waiting
+            return self.verify(ctx, target)
+        return Failure(f"unknown stage {stage!r}")
+
+    def flashed(self, ctx: PhaseContext) -> Outcome:
+        command = command_outcome(ctx)
+        if not isinstance(command, AgentCommand):
+            return command
+        result = command.result or {}
+        if command.status == CommandStatus.FAILED:
+            device = result.get("failed_device") or self.kind
+            tail = command.output.strip().splitlines()[-1:] or ["no output"]
+            return Failure(f"{device}: firmware update failed: {tail[0]}", component=device)
+        ctx.record.compared = {**ctx.record.compared, "flashed": result.get("flashed", [])}
+        ctx.record.save(update_fields=["compared"])
+        if not result.get("flashed"):
+            return Skipped(ctx.record.compared)
+        if result.get("needs_power_cycle"):
+            ctx.set_stage("power_cycle", boot_id_before=command.session.boot_id)
+            return NeedsPerson(
+                f"AC power cycle needed: the {self.kind.upper()} firmware needs power removed "
+                "from the node"
+            )
+        if result.get("needs_reset"):
+            return reboot_into(ctx, "Pxe", "rebooting")
+        return self.verify(ctx, self.target(ctx))
+
+    def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+        behind = [d for d in self.diff(ctx, self.observe(ctx)) if not d.matched]
+        if behind:
+            names = ", ".join(f"{d.component} at {d.actual}" for d in behind)
+            return Failure(
+                f"{self.kind} firmware not {target['version']} after the update: {names}",
+                component=behind[0].component,
+            )
+        Node.objects.filter(pk=ctx.node.pk).update(attention="")
+        changes = [
+            {"component": f["device"], "from": f["from"], "to": f["to"]}
+            for f in ctx.record.compared.get("flashed", [])
+        ]
+        return Done(changes=changes, compared=ctx.record.compared)
+
+
+class SecureErase(Phase):
+    """Crypto-erase every drive, when drives may hold data Greenlight did not put there."""
+
+    name = "secure_erase"
+
+    def needed(self, ctx: PhaseContext) -> str:
+        """Why this run must erase, or "" when it need not."""
+        node = ctx.node
+        if ctx.run.kind == RunKind.WIPE:
+            return "tenant release"
+        if node.last_erased_at is None:
+            return "never erased by Greenlight"
+        if node.allocated_at and node.allocated_at > node.last_erased_at:
+            return "allocated to a tenant since the last erase"
+        return ""
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        stage = ctx.record.stage
+        if stage == "":
+            why = self.needed(ctx)
+            if not why:
+                return Skipped({"last_erased_at": ctx.node.last_erased_at.isoformat()})
+            ctx.record.compared = {"reason": why}
+            ctx.record.save(update_fields=["compared"])
+            stage = "ready"
+        if stage in ("ready", "rebooting"):
+            if stage == "rebooting":
+                waiting = awaiting_boot(ctx, EPHEMERAL)
+                if waiting is not None:
+                    return waiting
+            reboot = ensure_ephemeral(ctx, "rebooting")
+            if reboot is not None:
+                return reboot
+            return send_command(ctx, protocol.SECURE_ERASE, {}, "erasing")
+        command = command_outcome(ctx)
+        if not isinstance(command, AgentCommand):
+            return command
+        drives = (command.result or {}).get("drives", [])
+        ctx.record.compared = {**ctx.record.compared, "drives": drives}
+        ctx.record.save(update_fields=["compared"])
+        failed = [d for d in drives if d.get("result") != "passed"]
+        if command.status == CommandStatus.FAILED or failed:
+            first = (
+                failed[0] if failed else {"serial": "drive", "verification": command.output[-200:]}
+            )
+            return Failure(
+                f"drive {first.get('serial')}: erase failed: {first.get('verification')}",
+                component=f"NVMe {first.get('serial')}",
+                permanent=True,
+            )
+        Node.objects.filter(pk=ctx.node.pk).update(last_erased_at=timezone.now())
+        changes = [
+            {"component": f"NVMe {d['serial']}", "from": "data", "to": f"erased ({d['method']})"}
+            for d in drives
+        ]
+        return Done(changes=changes, compared=ctx.record.compared)
+
+
+class OsInstall(Phase):
+    """Write the manifest's OS image, verified by sha256 and signature, to the boot disk."""
+
+    name = "os_install"
+    auditable = True
+
+    def observe(self, ctx: PhaseContext) -> str:
+        session = live_session(ctx.node)
+        if session is None:
+            raise agent_link.AgentUnavailable(f"no agent is checked in for {ctx.node.serial}")
+        return (agent_link.inventory(session).get("os_image") or {}).get("sha256", "")
+
+    def diff(self, ctx: PhaseContext, observed: str) -> list[Drift]:
+        image = ctx.manifest.get("os_image")
+        return [Drift("os_image", image["sha256"], observed)] if image else []
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        image = ctx.manifest.get("os_image")
+        if image is None:
+            return Skipped({"reason": "the manifest names no OS image"})
+        stage = ctx.record.stage
+        if stage == "":
+            drifts = self.diff(ctx, self.observe(ctx))
+            compared = {"drift": [d.as_dict() for d in drifts]}
+            if all(d.matched for d in drifts):
+                return Skipped(compared)
+            ctx.record.compared = compared
+            ctx.record.save(update_fields=["compared"])
+            stage = "ready"
+        if stage in ("ready", "rebooting"):
+            if stage == "rebooting":
+                waiting = awaiting_boot(ctx, EPHEMERAL)
+                if waiting is not None:
+                    return waiting
+            reboot = ensure_ephemeral(ctx, "rebooting")
+            if reboot is not None:
+                return reboot
+            return send_command(ctx, protocol.INSTALL_OS, dict(image), "installing")
+        command = command_outcome(ctx)
+        if not isinstance(command, AgentCommand):
+            return command
+        if command.status == CommandStatus.FAILED:
+            tail = command.output.strip().splitlines()[-1:] or ["no output"]
+            return Failure(f"OS install failed: {tail[0]}", component="os")
+        before = ctx.record.compared.get("drift", [{}])[0].get("actual", "")
+        return Done(
+            changes=[{"component": "os_image", "from": before[:12], "to": image["sha256"][:12]}],
+            compared=ctx.record.compared,
+        )
+
+
+class WaitForHostOs(Phase):
+    """The node booted the installed OS and its agent checked in from there."""
+
+    name = "wait_for_host_os"
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        session = is_alive(ctx.node, HOST_OS)
+        if session is None:
+            return Wait(15, "waiting for the host OS agent to check in")
+        compared = {"agent": f"host OS, boot {session.boot_id[:8]}"}
+        if session.created_at < ctx.run.created_at:
+            return Skipped(compared)
+        return Done(compared=compared)

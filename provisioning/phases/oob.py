@@ -1,0 +1,282 @@
+"""Out-of-band phases: everything Greenlight does through the node's BMC over Redfish."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from fleet.models import Rack
+
+from .. import clock
+from ..agent_link import EPHEMERAL, HOST_OS, is_alive
+from ..artifacts import ArtifactMismatch, verify_artifact
+from ..choices import ACTIVE_RUN_STATUSES
+from ..inventory import firmware_by_kind, record_oob
+from ..models import PhaseRecord
+from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
+from ..redfish import PowerAction, PowerState, TaskState
+from .base import Drift, Phase, PhaseContext
+from .common import awaiting_boot, reboot_into
+
+# Node seconds a power-on holds its slot in the rack: the inrush a PDU must absorb.
+POWER_RAMP_S = 15.0
+POWER_ON_RETRIES = 3
+
+
+def _norm_mac(mac: str) -> str:
+    return mac.strip().lower().replace("-", ":")
+
+
+class Preflight(Phase):
+    """The BMC answers and authenticates; its serial and MACs are the ones enrolled."""
+
+    name = "preflight"
+    auditable = True
+
+    def observe(self, ctx: PhaseContext) -> dict[str, Any]:
+        bmc = ctx.bmc()
+        info = bmc.system_info()
+        return {
+            "serial": info.serial,
+            "macs": sorted(_norm_mac(m) for m in bmc.mac_addresses()),
+            "firmware": bmc.firmware_inventory(),
+        }
+
+    def diff(self, ctx: PhaseContext, observed: dict[str, Any]) -> list[Drift]:
+        enrolled = {_norm_mac(m) for m in ctx.node.mac_addresses}
+        seen = set(observed["macs"])
+        return [
+            Drift("serial", ctx.node.serial, observed["serial"]),
+            Drift("macs", sorted(enrolled), sorted(enrolled & seen) if enrolled else []),
+        ]
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        observed = self.observe(ctx)
+        drifts = self.diff(ctx, observed)
+        record_oob(ctx.node, observed["firmware"])
+        compared = {d.component: d.as_dict() for d in drifts}
+        for drift in drifts:
+            if not drift.matched:
+                return Failure(
+                    f"{drift.component} mismatch: enrolled {drift.expected}, BMC reports "
+                    f"{drift.actual}",
+                    component="bmc",
+                    permanent=True,
+                )
+        return Done(compared=compared)
+
+
+class PowerOn(Phase):
+    """Switch the node on, a few nodes of a rack at a time, and read the power state back."""
+
+    name = "power_on"
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        bmc = ctx.bmc()
+        power = bmc.power_state()
+        if ctx.record.stage == "":
+            if power in (PowerState.ON, PowerState.POWERING_ON):
+                return Skipped({"power": str(power)})
+            if power == PowerState.UNKNOWN:
+                return TransientFailure("power state cannot be read")
+            if not take_power_slot(ctx):
+                return Wait(POWER_RAMP_S / 2, "waiting for a power-on slot in the rack")
+            bmc.reset(PowerAction.ON)
+            return Wait(5, "powering on")
+        if power == PowerState.ON:
+            return Done(changes=[{"component": "power", "from": "Off", "to": "On"}])
+        if power == PowerState.POWERING_ON:
+            return Wait(5, "powering on")
+        if ctx.stage_elapsed() > 60:
+            tries = int(ctx.record.compared.get("power_on_requests", 1))
+            if tries >= POWER_ON_RETRIES:
+                return Failure(
+                    f"the BMC accepted {tries} power-on requests and the node stayed off",
+                    component="bmc",
+                )
+            # Some iDRAC firmware answers 204 to the first power-on and ignores it.
+            ctx.record.compared = {"power_on_requests": tries + 1}
+            ctx.set_stage("ramping", compared=ctx.record.compared)
+            bmc.reset(PowerAction.ON)
+        return Wait(5, f"powering on (the BMC reports {power})")
+
+
+def take_power_slot(ctx: PhaseContext) -> bool:
+    """Claim one of the rack's power-on slots; False when all are taken."""
+    rack_id = ctx.node.rack_id
+    with transaction.atomic():
+        if rack_id is not None:
+            # The rack row is the lock: counting and claiming must not interleave.
+            Rack.objects.select_for_update().filter(pk=rack_id).first()
+            since = timezone.now() - clock.real_delta(POWER_RAMP_S)
+            ramping = PhaseRecord.objects.filter(
+                phase="power_on",
+                stage="ramping",
+                stage_started_at__gte=since,
+                run__status__in=ACTIVE_RUN_STATUSES,
+                run__node__rack_id=rack_id,
+            ).count()
+            if ramping >= settings.GREENLIGHT_POWER_ON_BATCH:
+                return False
+        ctx.set_stage("ramping", compared={"power_on_requests": 1})
+    return True
+
+
+class BootOncePxe(Phase):
+    """Boot the node once from the network into the ephemeral environment."""
+
+    name = "boot_once_pxe"
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        alive = is_alive(ctx.node)
+        if alive is not None:
+            return Skipped({"agent": f"already up ({alive.environment}, boot {alive.boot_id[:8]})"})
+        reboot_into(ctx, "Pxe", "rebooting")
+        return Done(changes=[{"component": "boot", "from": "", "to": "Pxe once"}])
+
+
+class OobFirmware(Phase):
+    """One firmware component the BMC updates itself (UpdateService): bmc, bios or hgx."""
+
+    auditable = True
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.name = f"{kind}_firmware"
+
+    def target(self, ctx: PhaseContext) -> dict[str, str] | None:
+        return (ctx.manifest.get("firmware") or {}).get(self.kind)
+
+    def observe(self, ctx: PhaseContext) -> list:
+        return firmware_by_kind(ctx.bmc().firmware_inventory()).get(self.kind, [])
+
+    def diff(self, ctx: PhaseContext, observed: list) -> list[Drift]:
+        target = self.target(ctx)
+        if target is None:
+            return []
+        if not observed:
+            return [Drift(self.kind, target["version"], None)]
+        return [
+            Drift(f"{self.kind} {item.name}", target["version"], item.version) for item in observed
+        ]
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        target = self.target(ctx)
+        if target is None:
+            return Skipped({"reason": f"the manifest sets no {self.kind} firmware"})
+        stage = ctx.record.stage
+        if stage == "":
+            return self.start(ctx, target)
+        if stage == "updating":
+            return self.poll(ctx, target)
+        if stage == "rebooting":
+            waiting = awaiting_boot(ctx)
+            if waiting is not None:
+                return waiting
+            return self.verify(ctx, target)
+        return Failure(f"unknown stage {stage!r}")
+
+    def start(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+        items = self.observe(ctx)
+        drifts = self.diff(ctx, items)
+        compared = {"drift": [d.as_dict() for d in drifts]}
+        if not items:
+            return Failure(f"the BMC lists no {self.kind} firmware", component=self.kind)
+        if all(d.matched for d in drifts):
+            return Skipped(compared)
+        try:
+            verify_artifact(target["url"], target["sha256"])
+        except ArtifactMismatch as exc:
+            return Failure(str(exc), component=self.kind, permanent=True)
+        staged = ctx.bmc().update_firmware(image_uri=target["url"], targets=[items[0].odata_id])
+        ctx.set_stage(
+            "updating",
+            bmc_task=staged.task_monitor or "",
+            compared={**compared, "from": items[0].version},
+        )
+        return Wait(30, f"BMC updating {self.kind} to {target['version']}")
+
+    def poll(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+        if ctx.record.bmc_task:
+            status = ctx.bmc().task_status(ctx.record.bmc_task)
+            if status.state == TaskState.RUNNING:
+                percent = f" ({status.percent}%)" if status.percent is not None else ""
+                return Wait(30, f"BMC updating {self.kind} to {target['version']}{percent}")
+            if status.state == TaskState.FAILED:
+                words = "; ".join(status.messages) or status.raw_state
+                return Failure(f"{self.kind} firmware update failed: {words}", component=self.kind)
+        # The new image takes effect at the next reset, which brings the agent back.
+        return reboot_into(ctx, "Pxe", "rebooting")
+
+    def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+        items = self.observe(ctx)
+        record_oob(ctx.node, ctx.bmc().firmware_inventory())
+        before = ctx.record.compared.get("from", "")
+        if items and all(i.version == target["version"] for i in items):
+            return Done(
+                changes=[{"component": self.kind, "from": before, "to": target["version"]}],
+                compared=ctx.record.compared,
+            )
+        now = ", ".join(i.version for i in items) or "nothing"
+        return Failure(
+            f"{self.kind} update reported success but the BMC still reports {now}",
+            component=self.kind,
+        )
+
+
+class BiosSettings(Phase):
+    """BIOS attributes: staged in the pending-settings object, applied at the next reset."""
+
+    name = "bios_settings"
+    auditable = True
+
+    def observe(self, ctx: PhaseContext) -> dict[str, Any]:
+        return ctx.bmc().bios_attributes()
+
+    def diff(self, ctx: PhaseContext, observed: dict[str, Any]) -> list[Drift]:
+        wanted = ctx.manifest.get("bios_settings") or {}
+        return [Drift(f"BIOS {k}", v, observed.get(k)) for k, v in sorted(wanted.items())]
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        if ctx.record.stage == "":
+            current = self.observe(ctx)
+            drifts = self.diff(ctx, current)
+            compared = {"drift": [d.as_dict() for d in drifts]}
+            delta = {d.component.removeprefix("BIOS "): d.expected for d in drifts if not d.matched}
+            if not delta:
+                return Skipped(compared)
+            ctx.bmc().set_bios_attributes(delta)
+            ctx.record.compared = compared
+            ctx.record.save(update_fields=["compared"])
+            return reboot_into(ctx, "Pxe", "rebooting")
+        waiting = awaiting_boot(ctx)
+        if waiting is not None:
+            return waiting
+        current = self.observe(ctx)
+        drifts = [d for d in self.diff(ctx, current) if not d.matched]
+        if drifts:
+            names = ", ".join(f"{d.component}={d.actual!r} (want {d.expected!r})" for d in drifts)
+            return Failure(f"BIOS settings not applied after the reset: {names}", component="bios")
+        changes = [
+            {"component": d["component"], "from": d["actual"], "to": d["expected"]}
+            for d in ctx.record.compared.get("drift", [])
+            if not d["matched"]
+        ]
+        return Done(changes=changes, compared=ctx.record.compared)
+
+
+class BootDisk(Phase):
+    """Boot the installed OS from disk."""
+
+    name = "boot_disk"
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        if ctx.record.stage == "":
+            alive = is_alive(ctx.node, HOST_OS)
+            if alive is not None:
+                return Skipped({"agent": f"host OS already up (boot {alive.boot_id[:8]})"})
+            return reboot_into(ctx, "Hdd", "rebooting")
+        return Done(changes=[{"component": "boot", "from": EPHEMERAL, "to": "disk"}])

@@ -1,0 +1,28 @@
+"""What a run will do: the provisioning phases, then the gates of the node's acceptance profile."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .phases import PHASE_NAMES
+
+if TYPE_CHECKING:
+    from fleet.models import Manifest
+
+
+def gate_names(manifest: Manifest) -> list[str]:
+    """The gates of the profile the manifest names (or the SKU's published one), in order."""
+    from acceptance.models import AcceptanceProfile
+
+    version = manifest.spec.get("acceptance_profile")
+    profiles = AcceptanceProfile.objects.filter(sku=manifest.sku)
+    profile = profiles.filter(version=version).first() if version else None
+    profile = profile or AcceptanceProfile.current_for(manifest.sku)
+    if profile is None:
+        return []
+    return [g["gate"] for g in profile.spec.get("gates", [])]
+
+
+def plan(manifest: Manifest) -> list[str]:
+    """Every phase record a run of this manifest gets, in order."""
+    return list(PHASE_NAMES) + [f"gate:{name}" for name in gate_names(manifest)]

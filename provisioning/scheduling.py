@@ -1,0 +1,62 @@
+"""Scheduling looks at a run: one Celery task per step, sent once the row is committed.
+
+A run's step is claimed by the task that carries its number (engine.advance). While a step runs,
+the run is RUNNING under a lease (`next_look_at`); a look requested meanwhile is remembered in
+`nudged_at` and honoured when the step hands over, so two steps of one run never overlap.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from .choices import RunStatus
+from .models import Run
+
+
+def send_step(run_id: int, step: int, countdown: float = 0.0) -> None:
+    """Send the task for `step` of a run once the current transaction commits."""
+
+    def send() -> None:
+        from .tasks import advance_run
+
+        advance_run.apply_async((run_id, step), countdown=countdown or None)
+
+    # on_commit: the worker that picks the task up must see what this step wrote.
+    transaction.on_commit(send)
+
+
+def hand_over(run: Run, due: datetime) -> None:
+    """End the current step: the run waits until `due` (or now, if it was nudged meanwhile).
+
+    `next_look_at` is written first: if the message is lost (Redis flushed, worker killed), the
+    sweep finds the run overdue and sends it again.
+    """
+    now = timezone.now()
+    claimed_at = getattr(run, "claimed_at", None)
+    fresh = Run.objects.filter(pk=run.pk).values("step", "nudged_at").first()
+    if fresh is None:
+        return
+    if fresh["nudged_at"] and claimed_at and fresh["nudged_at"] >= claimed_at:
+        due = now
+    Run.objects.filter(pk=run.pk, step=fresh["step"], status=RunStatus.RUNNING).update(
+        status=RunStatus.WAITING, next_look_at=due
+    )
+    send_step(run.pk, fresh["step"], max((due - now).total_seconds(), 0.0))
+
+
+def nudge(run: Run) -> None:
+    """Ask for a look at the run now: at once if it waits, after the current step if it runs."""
+    now = timezone.now()
+    Run.objects.filter(pk=run.pk).update(nudged_at=now)
+    fresh = Run.objects.filter(pk=run.pk).values("step", "status").first()
+    if fresh and fresh["status"] in (RunStatus.QUEUED, RunStatus.WAITING):
+        send_step(run.pk, fresh["step"])
+
+
+def kick_off(run: Run) -> None:
+    """Send the first step of a new run."""
+    Run.objects.filter(pk=run.pk).update(next_look_at=timezone.now())
+    send_step(run.pk, run.step)

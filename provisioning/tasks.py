@@ -1,0 +1,20 @@
+"""Celery tasks: thin shells that take ids and call the engine."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import engine
+from .sweep import sweep as sweep_runs
+
+
+@shared_task(name="provisioning.tasks.advance_run")
+def advance_run(run_id: int, step: int) -> None:
+    """Take one step of a run."""
+    engine.advance(run_id, step)
+
+
+@shared_task(name="provisioning.tasks.sweep")
+def sweep() -> int:
+    """Re-send lost steps (Celery beat runs this periodically)."""
+    return sweep_runs()
