@@ -1,4 +1,4 @@
-"""Celery tasks of the fleet app: thin shells over fleet.webhooks and fleet.dcim."""
+"""Celery tasks of the fleet app: thin shells over the lifecycle, fleet.webhooks and fleet.dcim."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from celery import shared_task
 from django.conf import settings
 
 from . import webhooks
+from .lifecycle import transition
+from .models import Node
 
 logger = logging.getLogger(__name__)
 
@@ -40,3 +42,12 @@ def netbox_sync() -> None:
     for line in report.error_lines():
         logger.error("netbox sync: %s", line)
     logger.info("netbox sync: %s", report.summary())
+
+
+@shared_task
+def transition_node(
+    node_id: int, to_state: str, reason: str = "", actor_label: str = "worker"
+) -> int:
+    """Move a node through the lifecycle table; return the id of the event written."""
+    node = Node.objects.select_related("rack").get(pk=node_id)
+    return transition(node, to_state, actor_label=actor_label, reason=reason).event_id
