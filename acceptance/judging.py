@@ -109,8 +109,11 @@ def _with_serials(findings: list[Finding], inventory: dict[str, str]) -> list[Fi
     ]
 
 
-def _fail(verdict: GateVerdict, part: str, kind: str, message: str, code: str) -> None:
-    verdict.findings.append(Finding(part, kind, f"{part}: {message}", Severity.CRITICAL, code))
+def _fail(
+    verdict: GateVerdict, part: str, kind: str, message: str, code: str, serial: str | None = ""
+) -> None:
+    finding = Finding(part, kind, f"{part}: {message}", Severity.CRITICAL, code, serial or "")
+    verdict.findings.append(finding)
 
 
 def _judge_gpu_health(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
@@ -130,11 +133,11 @@ def _judge_memory_health(smi: ParseResult, used: dict, verdict: GateVerdict) -> 
         ecc = max(gpu["ecc_volatile_uncorrectable"], gpu["ecc_aggregate_uncorrectable"])
         if ecc > max_ecc:
             message = f"{ecc} uncorrectable ECC errors (allowed {max_ecc:g})"
-            _fail(verdict, part, "gpu", message, "ecc_uncorrectable")
+            _fail(verdict, part, "gpu", message, "ecc_uncorrectable", gpu["serial"])
         pending = 1 if gpu["remapped_rows_pending"] else 0
         if pending > max_pending:
             message = "row remap pending (reset the GPU to apply it)"
-            _fail(verdict, part, "gpu", message, "row_remap_pending")
+            _fail(verdict, part, "gpu", message, "row_remap_pending", gpu["serial"])
 
 
 def _check_gpu_count(seen: int, sku: SkuFacts, verdict: GateVerdict, tool: str) -> None:
@@ -208,7 +211,7 @@ def _judge_burn_in(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict
     for gpu in parsed["nvidia-smi"].metrics["gpus"]:
         if limit is not None and gpu["temp_c"] is not None and gpu["temp_c"] > limit:
             message = f"{gpu['temp_c']:.0f} C under load, above {limit:g} C"
-            _fail(verdict, f"GPU {gpu['index']}", "gpu", message, "too_hot")
+            _fail(verdict, f"GPU {gpu['index']}", "gpu", message, "too_hot", gpu["serial"])
 
 
 GATE_JUDGES: dict[GateName, Callable[[dict, dict, SkuFacts, GateVerdict], Any]] = {
