@@ -63,7 +63,16 @@ def start_sushy(workdir: Path) -> Sushy:
     port = free_port()
     log = open(workdir / "sushy.log", "wb")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
-        [str(SUSHY_BIN), "--config", str(workdir / "sushy.conf"), "-i", "127.0.0.1", "-p", str(port), "--fake"],
+        [
+            str(SUSHY_BIN),
+            "--config",
+            str(workdir / "sushy.conf"),
+            "-i",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "--fake",
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -67,7 +67,10 @@ def test_401_is_authentication_refused():
 
 
 def test_404_on_a_link_is_resource_missing():
-    systems = {"@odata.id": "/redfish/v1/Systems", "Members": [{"@odata.id": "/redfish/v1/Systems/gone"}]}
+    systems = {
+        "@odata.id": "/redfish/v1/Systems",
+        "Members": [{"@odata.id": "/redfish/v1/Systems/gone"}],
+    }
     routes = {"/redfish/v1": json_answer(ROOT), "/redfish/v1/Systems": json_answer(systems)}
     with bmc(routes) as url:
         with pytest.raises(ResourceMissing, match="resource missing: GET answered 404") as caught:
