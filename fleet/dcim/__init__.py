@@ -1,0 +1,1 @@
+"""Push sync of the fleet's inventory to DCIM systems (NetBox)."""
