@@ -36,7 +36,8 @@ def judge_soak(
         verdict.error = f"xid: {parsed.error}"
         return verdict
     verdict.tool_versions["xid"] = ""
-    stops = _telemetry_findings(samples, used, verdict)
+    serials = {v["index"]: str(v.get("serial") or "") for v in (bus_ids or {}).values()}
+    stops = _telemetry_findings(samples, used, verdict, serials)
     stops += _xid_stops(parsed, samples, verdict)
     if stops:
         verdict.stopped_at_sample = min(stops)
@@ -59,7 +60,9 @@ def judge_soak(
     return verdict
 
 
-def _telemetry_findings(samples: list[dict], used: dict, verdict: GateVerdict) -> list[int]:
+def _telemetry_findings(
+    samples: list[dict], used: dict, verdict: GateVerdict, serials: dict[int, str]
+) -> list[int]:
     """Add one finding per GPU and problem (its first sample); return samples that stop the soak."""
     stops: list[int] = []
     seen: set[tuple[int, str]] = set()
@@ -87,7 +90,9 @@ def _telemetry_findings(samples: list[dict], used: dict, verdict: GateVerdict) -
                 seen.add((gpu["gpu"], code))
                 part = f"GPU {gpu['gpu']}"
                 message = f"{part}: {text} {when} into the soak"
-                verdict.findings.append(Finding(part, "gpu", message, Severity.CRITICAL, code))
+                serial = serials.get(gpu["gpu"], "")
+                finding = Finding(part, "gpu", message, Severity.CRITICAL, code, serial)
+                verdict.findings.append(finding)
     return stops
 
 
