@@ -109,7 +109,13 @@ CHANNEL_LAYERS = {
     }
 }
 
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+# Kombu spells a unix-socket Redis (the embedded one) "redis+socket://"; redis-py says "unix://".
+_REDIS_BROKER_URL = (
+    "redis+socket://" + REDIS_URL.removeprefix("unix://")
+    if REDIS_URL.startswith("unix://")
+    else REDIS_URL
+)
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", _REDIS_BROKER_URL)
 CELERY_TASK_IGNORE_RESULT = True  # task history lives in our own models (runs, phase records)
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another worker
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
