@@ -1,20 +1,37 @@
-"""WebSocket consumers: authenticate, join a group, forward events."""
+"""WebSocket consumers: authenticate, join a group, forward events (coalesced)."""
 
 from __future__ import annotations
 
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+import asyncio
+import contextlib
 
-from .live import FLEET_GROUP, node_group, rack_group, site_group
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from .live import FLEET_GROUP, Coalescer, node_group, rack_group, site_group
+
+VIEW_PERM = "fleet.view_node"
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
-    """Streams the events of one rack, site, node, or the whole fleet to a signed-in browser."""
+    """Streams the changes of one rack, site, node, or the whole fleet to a signed-in browser.
+
+    Events are folded per node and sent at most once per GREENLIGHT_LIVE_COALESCE_MS, so a busy
+    site never floods a browser; each batch carries the newest event id as its sequence number.
+    """
+
+    group: str | None = None
+    flush_task: asyncio.Task | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            # 4401: an application close code; browsers see it and go to the login page.
+            # 4401: an application close code; the page reloads and login_required takes over.
             await self.close(code=4401)
+            return
+        if not await database_sync_to_async(user.has_perm)(VIEW_PERM):
+            await self.close(code=4403)
             return
         kwargs = self.scope["url_route"]["kwargs"]
         scope, ident = kwargs.get("scope"), kwargs.get("ident")
@@ -25,13 +42,27 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             "fleet": lambda: FLEET_GROUP,
         }
         self.group = groups[scope]()
+        self.buffer = Coalescer()
+        self.window = settings.GREENLIGHT_LIVE_COALESCE_MS / 1000
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
-        group = getattr(self, "group", None)
-        if group:
-            await self.channel_layer.group_discard(group, self.channel_name)
+        if self.flush_task is not None:
+            self.flush_task.cancel()
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def live_event(self, message: dict) -> None:
-        await self.send_json({"type": "event", **message["event"]})
+        self.buffer.add(message["event"])
+        if self.flush_task is None:
+            self.flush_task = asyncio.ensure_future(self._flush_after_window())
+
+    async def _flush_after_window(self) -> None:
+        # A timer, not a wait on work: the window is how long we let events pile up per batch.
+        await asyncio.sleep(self.window)
+        self.flush_task = None
+        batch = self.buffer.take()
+        if batch is not None:
+            with contextlib.suppress(Exception):
+                await self.send_json(batch)

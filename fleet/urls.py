@@ -5,4 +5,15 @@ from . import views
 app_name = "fleet"
 urlpatterns = [
     path("", views.site_overview, name="overview"),
+    path("snapshot.json", views.overview_snapshot, name="overview-snapshot"),
+    path("sites/<int:pk>/", views.site_overview, name="site"),
+    path("sites/<int:pk>/snapshot.json", views.overview_snapshot, name="site-snapshot"),
+    path("racks/<int:pk>/", views.rack_view, name="rack"),
+    path("racks/<int:pk>/snapshot.json", views.rack_snapshot, name="rack-snapshot"),
+    path("racks/<int:pk>/approve-passed/", views.approve_passed, name="rack-approve-passed"),
+    path("nodes/<int:pk>/", views.node_detail, name="node"),
+    path("nodes/<int:pk>/panel/", views.node_panel, name="node-panel"),
+    path("nodes/<int:pk>/approve/", views.approve, name="node-approve"),
+    path("nodes/<int:pk>/quarantine/", views.quarantine, name="node-quarantine"),
+    path("nodes/<int:pk>/audit/", views.audit, name="node-audit"),
 ]

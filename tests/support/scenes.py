@@ -194,10 +194,10 @@ def xid_finding() -> dict:
     }
 
 
-def build_rack(rack: Rack, mix: dict[str, int]) -> list[Node]:
-    """Fill a rack from U1 up with nodes in the given states, each with a plausible history."""
+def build_rack(rack: Rack, mix: dict[str, int], *, start: int = 1) -> list[Node]:
+    """Fill a rack from U`start` up with nodes in the given states, each with a plausible history."""
     nodes = []
-    position = 1
+    position = start
     for state, count in mix.items():
         for _ in range(count):
             node = factories.make_node(rack=rack, position=position)

@@ -1,0 +1,236 @@
+"""The node panel: a node's pipeline timeline, gate results, soak telemetry and recent events."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from acceptance.choices import VERDICT_COLORS, VERDICT_ICONS, GateName, Verdict
+from acceptance.gates import GATES_BY_NAME
+from acceptance.models import GateResult, SoakSample
+from provisioning.choices import PHASE_STATUS_COLORS, PhaseStatus
+from provisioning.models import PhaseRecord, Run
+from provisioning.phases import PHASES
+
+from .charts import Series, line_chart
+from .choices import EventKind, NodeState
+from .lifecycle import is_allowed
+from .models import Event, Node
+
+EVENT_TAIL = 25
+
+
+@dataclass
+class PhaseRow:
+    name: str
+    label: str
+    band: str
+    status: str
+    status_label: str
+    color: str
+    attempts: int = 0
+    duration_s: float | None = None
+    changes: list[dict] = field(default_factory=list)
+    error: str = ""
+    wait_reason: str = ""
+
+
+def timeline(run: Run | None) -> list[PhaseRow]:
+    """Every phase of the pipeline, in order, with what the run's record says of it."""
+    records = {r.phase: r for r in PhaseRecord.objects.filter(run=run)} if run else {}
+    rows = []
+    for info in PHASES:
+        rec = records.get(info.name)
+        status = PhaseStatus(rec.status) if rec else PhaseStatus.PENDING
+        rows.append(
+            PhaseRow(
+                name=info.name,
+                label=info.label,
+                band=info.band,
+                status=status.value,
+                status_label="Ran" if status == PhaseStatus.DONE else status.label,
+                color=PHASE_STATUS_COLORS[status],
+                attempts=rec.attempts if rec else 0,
+                duration_s=rec.duration_s if rec else None,
+                changes=[c for c in (rec.changes if rec else []) if isinstance(c, dict)],
+                error=rec.error if rec else "",
+                wait_reason=rec.wait_reason if rec else "",
+            )
+        )
+    return rows
+
+
+@dataclass
+class Bar:
+    """One measured value against its threshold, scaled so the threshold sits at 80%."""
+
+    name: str
+    value: float
+    threshold: float
+    bound: str  # "min" or "max"
+    ok: bool
+
+    @property
+    def value_pct(self) -> float:
+        top = max(self.value, self.threshold) / 0.8 or 1
+        return min(100.0, 100 * self.value / top)
+
+    @property
+    def threshold_pct(self) -> float:
+        top = max(self.value, self.threshold) / 0.8 or 1
+        return 100 * self.threshold / top
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def bars(metrics: dict, thresholds: dict) -> list[Bar]:
+    """Pair each min_/max_ threshold with the metric it bounds (same name without the prefix)."""
+    out = []
+    for key, limit in thresholds.items():
+        limit = _number(limit)
+        bound = key[:3]
+        if limit is None or bound not in ("min", "max"):
+            continue
+        name = key[4:]
+        value = _number(metrics.get(name, metrics.get(key)))
+        if value is None:
+            continue
+        ok = value >= limit if bound == "min" else value <= limit
+        out.append(Bar(name.replace("_", " "), value, limit, bound, ok))
+    return out
+
+
+@dataclass
+class GateRow:
+    result: GateResult
+    label: str
+    color: str
+    icon: str
+    bars: list[Bar]
+    other_metrics: dict
+    findings: list[dict]
+
+
+def gate_rows(results: list[GateResult]) -> list[GateRow]:
+    rows = []
+    for r in results:
+        shown = bars(r.metrics or {}, r.thresholds or {})
+        names = {b.name.replace(" ", "_") for b in shown}
+        other = {
+            k: v
+            for k, v in (r.metrics or {}).items()
+            if k not in names and not isinstance(v, dict | list)
+        }
+        spec = GATES_BY_NAME.get(r.gate)
+        rows.append(
+            GateRow(
+                result=r,
+                label=GateName(r.gate).label if spec else r.gate,
+                color=VERDICT_COLORS[Verdict(r.verdict)],
+                icon=VERDICT_ICONS[Verdict(r.verdict)],
+                bars=shown,
+                other_metrics=other,
+                findings=[f for f in (r.findings or []) if isinstance(f, dict)],
+            )
+        )
+    return rows
+
+
+def soak_charts(result: GateResult | None) -> list:
+    """Temperatures, power and bus bandwidth of a burn-in soak, as three small SVG charts."""
+    if result is None:
+        return []
+    samples = list(
+        SoakSample.objects.filter(gate_result=result).values_list(
+            "lab_t_s", "gpu_temps_c", "gpu_power_w", "busbw_gbps"
+        )
+    )
+    if not samples:
+        return []
+    hours = [t / 3600 for t, *_ in samples]
+
+    def per(values, fn):
+        return [(h, fn(v)) for h, v in zip(hours, values, strict=True) if v]
+
+    temps = [s[1] for s in samples]
+    power = [s[2] for s in samples]
+    busbw = [s[3] for s in samples]
+    limit = _number((result.thresholds or {}).get("max_gpu_temp_c"))
+    return [
+        line_chart(
+            "GPU temperature, °C",
+            [
+                Series("hottest GPU", "red", per(temps, max)),
+                Series("mean", "amber", per(temps, lambda v: sum(v) / len(v))),
+            ],
+            limit=limit,
+        ),
+        line_chart("Board power, W (sum of GPUs)", [Series("power", "indigo", per(power, sum))]),
+        line_chart(
+            "NCCL bus bandwidth, GB/s",
+            [Series("busbw", "teal", [(h, b) for h, b in zip(hours, busbw, strict=True) if b])],
+        ),
+    ]
+
+
+def audit_available() -> bool:
+    """Whether the drift audit (provisioning.audit.audit_node) exists in this build."""
+    try:
+        module = importlib.import_module("provisioning.audit")
+    except ImportError:
+        return False
+    return callable(getattr(module, "audit_node", None))
+
+
+@dataclass
+class Panel:
+    node: Node
+    run: Run | None
+    phases: list[PhaseRow]
+    gates: list[GateRow]
+    charts: list
+    events: list[Event]
+    gate_problems: list[str]
+    audit_available: bool
+    last_audit: Event | None
+
+    @property
+    def approvable(self) -> bool:
+        return self.node.state == NodeState.AWAITING_APPROVAL
+
+    @property
+    def quarantinable(self) -> bool:
+        return is_allowed(self.node.state, NodeState.QUARANTINED)
+
+
+def node_panel(node: Node) -> Panel:
+    """Everything the node panel shows, for the node's latest run."""
+    from acceptance.decisions import gate_problems
+
+    run = (
+        Run.objects.filter(node=node)
+        .select_related("manifest")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    results = list(GateResult.objects.filter(run=run).order_by("started_at", "pk")) if run else []
+    soak = next((r for r in results if r.gate == GateName.BURN_IN), None)
+    events = list(
+        Event.objects.filter(node=node).select_related("actor").order_by("-pk")[:EVENT_TAIL]
+    )
+    return Panel(
+        node=node,
+        run=run,
+        phases=timeline(run),
+        gates=gate_rows(results),
+        charts=soak_charts(soak),
+        events=events,
+        gate_problems=gate_problems(run) if node.state == NodeState.AWAITING_APPROVAL else [],
+        audit_available=audit_available(),
+        last_audit=next((e for e in events if e.kind == EventKind.AUDIT), None),
+    )

@@ -1,0 +1,172 @@
+"""The board's pages without a browser: who sees what, decisions through the forms, snapshots."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from acceptance.models import Decision
+from fleet.choices import NodeState
+from fleet.models import Node
+from tests import factories
+from tests.support import scenes
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def scene(rack, manifest):
+    mix = {
+        NodeState.IN_SERVICE: 2,
+        NodeState.AWAITING_APPROVAL: 2,
+        NodeState.PROVISIONING: 2,
+        NodeState.QUARANTINED: 1,
+        NodeState.FAILED: 1,
+        NodeState.ENROLLED: 1,
+    }
+    return scenes.build_rack(rack, mix)
+
+
+def login(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_anonymous_is_sent_to_the_login_page(client, rack):
+    response = client.get(reverse("fleet:rack", args=[rack.pk]))
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    page = client.get("/accounts/login/")
+    assert page.status_code == 200 and b"Sign in" in page.content
+
+
+def test_charlie_without_a_role_is_refused_every_page(client, charlie, scene, rack):
+    login(client, charlie)
+    node = scene[0]
+    for url in (
+        reverse("fleet:overview"),
+        reverse("fleet:rack", args=[rack.pk]),
+        reverse("fleet:rack-snapshot", args=[rack.pk]),
+        reverse("fleet:node-panel", args=[node.pk]),
+    ):
+        assert client.get(url).status_code == 403, url
+
+
+def test_overview_counts_racks_and_filters(client, bob, scene, rack):
+    other = factories.make_rack("R02")
+    scenes.build_rack(other, {NodeState.IN_SERVICE: 3})
+    login(client, bob)
+    page = client.get(reverse("fleet:overview"))
+    assert page.status_code == 200
+    board = page.context["board"]
+    assert board.total.total == 12 and board.total.counter[NodeState.IN_SERVICE] == 5
+    assert [r.rack.name for b in board.sites for r in b.rows] == ["R01", "R02"]
+    filtered = client.get(reverse("fleet:overview"), {"state": NodeState.FAILED})
+    rows = [r for b in filtered.context["board"].sites for r in b.rows]
+    assert [(r.rack.name, r.total) for r in rows] == [("R01", 1)]
+    by_sku = client.get(reverse("fleet:overview"), {"sku": "no-such-sku"})
+    assert b"Any SKU" in by_sku.content  # an unknown SKU is an invalid filter, not a crash
+
+
+def test_rack_page_shows_slots_with_colour_icon_phase_and_progress(client, bob, scene, rack):
+    login(client, bob)
+    html = client.get(reverse("fleet:rack", args=[rack.pk])).content.decode()
+    provisioning = scene[4]
+    assert f'id="slot-{provisioning.pk}"' in html
+    assert 'class="slot c-blue' in html and "↻" in html and 'role="progressbar"' in html
+    assert 'class="slot c-green' in html and "✓" in html
+    assert "s3cret-bmc-pass" not in html
+    assert "Approve every passed node in this rack" in html
+
+
+def test_failed_node_panel_names_the_parts(client, bob, scene, rack):
+    quarantined = scene[6]
+    login(client, bob)
+    html = client.get(reverse("fleet:rack", args=[rack.pk]), {"node": quarantined.pk}).content
+    html = html.decode()
+    assert "NIC 0: busbw 61% of line rate" in html and "GPU 3: XID 79" in html
+    assert '<svg class="chart"' in html and "BIOS: 2.1.4 → 2.3.0" in html
+    assert "s3cret-bmc-pass" not in html
+
+
+def test_dora_sees_no_buttons_and_her_forged_post_is_refused(client, dora, scene, rack):
+    waiting = scene[2]
+    login(client, dora)
+    html = client.get(reverse("fleet:rack", args=[rack.pk]), {"node": waiting.pk}).content
+    assert b"approve-btn" not in html and b"quarantine-btn" not in html
+    assert b"Approve every passed node" not in html
+    response = client.post(reverse("fleet:node-approve", args=[waiting.pk]), {"reason": "x"})
+    assert response.status_code == 403
+    response = client.post(reverse("fleet:rack-approve-passed", args=[rack.pk]))
+    assert response.status_code == 403
+    waiting.refresh_from_db()
+    assert waiting.state == NodeState.AWAITING_APPROVAL and not Decision.objects.exists()
+
+
+def test_a_post_without_the_csrf_token_is_refused(bob, scene):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(bob)
+    response = client.post(reverse("fleet:node-approve", args=[scene[2].pk]))
+    assert response.status_code == 403
+    assert Node.objects.get(pk=scene[2].pk).state == NodeState.AWAITING_APPROVAL
+
+
+def test_bob_approves_and_quarantines_through_the_forms(client, bob, scene, rack):
+    waiting, other = scene[2], scene[3]
+    login(client, bob)
+    response = client.post(reverse("fleet:node-approve", args=[waiting.pk]), {"reason": ""})
+    assert response.status_code == 302
+    assert Node.objects.get(pk=waiting.pk).state == NodeState.IN_SERVICE
+    response = client.post(reverse("fleet:node-quarantine", args=[other.pk]), {"reason": ""})
+    assert Node.objects.get(pk=other.pk).state == NodeState.AWAITING_APPROVAL
+    follow = client.get(response["Location"])
+    assert b"a quarantine needs a reason" in follow.content
+    client.post(reverse("fleet:node-quarantine", args=[other.pk]), {"reason": "PSU 2 smells"})
+    assert Node.objects.get(pk=other.pk).state == NodeState.QUARANTINED
+    assert Decision.objects.filter(actor=bob).count() == 2
+
+
+def test_approve_all_passed_button(client, bob, scene, rack):
+    login(client, bob)
+    response = client.post(reverse("fleet:rack-approve-passed", args=[rack.pk]), follow=True)
+    assert b"Approved 2 node(s)" in response.content
+    states = Node.objects.filter(rack=rack).values_list("state", flat=True)
+    assert list(states).count(NodeState.IN_SERVICE) == 4
+
+
+def test_rack_snapshot_returns_changed_slots_since_a_seq(client, bob, scene, rack):
+    login(client, bob)
+    url = reverse("fleet:rack-snapshot", args=[rack.pk])
+    full = client.get(url).json()
+    assert full["full"] and len(full["slots"]) == len(scene)
+    seq = full["seq"]
+    mover = scene[8]  # enrolled
+    scenes.walk(mover, NodeState.PROVISIONING)
+    later = client.get(url, {"since": seq + 1000}).json()  # far ahead: nothing changed since
+    assert later["slots"] == {} and later["seq"] > seq
+    since = client.get(url, {"since": seq}).json()
+    assert (
+        str(mover.pk) in since["slots"]
+        and 'data-state="provisioning"' in since["slots"][str(mover.pk)]
+    )
+    asked = client.get(url, {"since": seq + 1000, "nodes": str(scene[0].pk)}).json()
+    assert list(asked["slots"]) == [str(scene[0].pk)]
+
+
+def test_overview_snapshot_renders_the_same_body(client, bob, scene):
+    login(client, bob)
+    page = client.get(reverse("fleet:overview")).content.decode()
+    snap = client.get(reverse("fleet:overview-snapshot")).json()
+    assert snap["html"].strip() in page
+
+
+def test_audit_button_is_disabled_until_the_audit_exists(client, bob, scene, rack):
+    from fleet.panel import audit_available
+
+    login(client, bob)
+    html = client.get(reverse("fleet:node-panel", args=[scene[0].pk])).content.decode()
+    if audit_available():
+        assert 'action="/nodes/' in html and "audit-btn" in html
+    else:
+        assert "audit-btn" in html and "not available in this build yet" in html
