@@ -1,0 +1,65 @@
+"""The admin's "Enroll a node from its BMC" form: a thin view over enrollment.enroll_node.
+
+Wire it into the admin (fleet/admin.py is owned elsewhere) with, for example, in greenlight/urls.py:
+    path("admin/fleet/node/enroll/", admin.site.admin_view(enroll_view), name="fleet_node_enroll"),
+placed before `path("admin/", admin.site.urls)`.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+
+from fleet.models import Rack, Sku
+
+from .enrollment import EnrollmentError, enroll_node
+from .redfish import RedfishError
+
+
+class EnrollForm(forms.Form):
+    """What enrollment needs: where the BMC is, how to log in, and where the node sits."""
+
+    bmc = forms.URLField(label="BMC URL", help_text="https://host[:port]")
+    username = forms.CharField()
+    password = forms.CharField(widget=forms.PasswordInput(render_value=False))
+    sku = forms.ModelChoiceField(
+        Sku.objects.all(), required=False, help_text="Required for a new node"
+    )
+    rack = forms.ModelChoiceField(Rack.objects.select_related("site"), required=False)
+    position = forms.IntegerField(required=False, min_value=1)
+    fingerprint = forms.CharField(
+        required=False, help_text="Expected SHA-256 fingerprint; empty pins what the BMC presents"
+    )
+
+
+@permission_required("fleet.add_node", raise_exception=True)
+def enroll_view(request: HttpRequest) -> HttpResponse:
+    """Show the form; on POST enroll and go to the node's admin page."""
+    form = EnrollForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            result = enroll_node(
+                data["bmc"],
+                data["username"],
+                data["password"],
+                sku=data["sku"],
+                rack=data["rack"],
+                position=data["position"],
+                fingerprint=data["fingerprint"] or None,
+                actor=request.user,
+            )
+        except (EnrollmentError, RedfishError, ValueError) as exc:
+            # The error names the URL and reason; it never carries the password.
+            form.add_error(None, str(exc))
+        else:
+            verb = "Enrolled" if result.created else "Updated"
+            messages.success(
+                request, f"{verb} {result.node.serial} ({result.components} components)"
+            )
+            return HttpResponseRedirect(reverse("admin:fleet_node_change", args=[result.node.pk]))
+    return render(request, "provisioning/enroll.html", {"form": form, "title": "Enroll a node"})
