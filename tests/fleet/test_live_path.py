@@ -108,6 +108,10 @@ async def _connect(path: str, headers: list) -> tuple[bool, int | None]:
     connected, code = await communicator.connect(timeout=10)
     if connected:
         await communicator.disconnect()
+    else:
+        # As a real server does after a refusal: tell the app the socket is gone, so it ends.
+        await communicator.send_input({"type": "websocket.disconnect", "code": code})
+        await communicator.wait(timeout=10)
     return connected, code
 
 
