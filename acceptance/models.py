@@ -74,6 +74,9 @@ class SoakSample(models.Model):
     lab_t_s = models.FloatField(help_text="Seconds since the soak started (node's clock)")
     gpu_temps_c = models.JSONField(default=list)
     gpu_power_w = models.JSONField(default=list)
+    gpus = models.JSONField(
+        default=list, help_text="Per GPU: temp_c, power_w, sm_clock_mhz, clocks_event_reasons, lost"
+    )
     busbw_gbps = models.FloatField(null=True, blank=True)
 
     class Meta:

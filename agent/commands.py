@@ -155,6 +155,19 @@ async def run_tool(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log
     return {"tool": tool, "exit_code": code, "output": output}
 
 
+async def run_tools(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
+    """Run several tools one after another (a gate's tools); outputs keyed by each tool's key."""
+    outputs: dict[str, str] = {}
+    exit_codes: dict[str, int] = {}
+    for spec in params.get("tools", []):
+        tool = spec["tool"]
+        if tool not in protocol.TOOLS:
+            raise CommandFailed(f"unknown tool {tool!r}", {"outputs": outputs})
+        key = spec.get("key", tool)
+        exit_codes[key], outputs[key] = await hw.run_tool(tool, spec, log)
+    return {"outputs": outputs, "exit_codes": exit_codes}
+
+
 def _name(kind: str, device: dict) -> str:
     return device.get("name") or f"{kind} {device.get('index', '?')}"
 
@@ -166,4 +179,5 @@ COMMANDS: dict[str, Command] = {
     protocol.SECURE_ERASE: secure_erase,
     protocol.INSTALL_OS: install_os,
     protocol.RUN_TOOL: run_tool,
+    protocol.RUN_TOOLS: run_tools,
 }

@@ -227,7 +227,77 @@ class SystemHardware(Hardware):
         return code == 0
 
     async def run_tool(self, tool: str, params: dict, log: Log) -> tuple[int, str]:
+        if tool == "attestation":
+            return 0, json.dumps(await self.attestation_report())
+        if tool == "soak":
+            return await self.soak(params, log)
         return await run(TOOL_COMMANDS[tool](params), log)
+
+    async def attestation_report(self) -> dict[str, Any]:
+        """What this boot measured: the image on disk, its signature check, firmware versions.
+
+        The installer leaves the verified image's digest and signature check under /etc/greenlight
+        (measured into the TPM by the boot chain); firmware versions come from the vendors' tools.
+        """
+        marker = Path("/etc/greenlight/image.json")
+        image = json.loads(marker.read_text()) if marker.exists() else {}
+        inventory = await self.inventory()
+        measurements = {}
+        for key, kind in (("nics", "nic"), ("dpus", "dpu"), ("drives", "nvme")):
+            versions = {d.get("firmware", "") for d in inventory.get(key, [])}
+            if versions:
+                measurements[kind] = sorted(versions)[0] if len(versions) == 1 else sorted(versions)
+        return {
+            "image_sha256": image.get("sha256", ""),
+            "signature_verified": bool(image.get("signature_verified")),
+            "measurements": measurements,
+        }
+
+    async def soak(self, params: dict, log: Log) -> tuple[int, str]:
+        """gpu_burn for the soak's chunk while nvidia-smi samples telemetry every interval."""
+        duration = int(params.get("duration_s", 3600))
+        interval = int(params.get("interval_s", 600))
+        start_t = int(params.get("start_s", 0))
+        burn = await asyncio.create_subprocess_exec(
+            "gpu_burn", "-d", str(duration), stdout=asyncio.subprocess.DEVNULL
+        )
+        samples = []
+        query = "index,temperature.gpu,power.draw,clocks.sm,clocks_event_reasons.active"
+        for index, t in enumerate(range(0, duration + 1, interval)):
+            _, out = await run(
+                ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"]
+            )
+            gpus = []
+            for line in out.splitlines():
+                gpu, temp, power, clock, reasons = (f.strip() for f in line.split(","))
+                gpus.append(
+                    {
+                        "gpu": int(gpu),
+                        "temp_c": int(float(temp)),
+                        "power_w": float(power),
+                        "sm_clock_mhz": int(float(clock)),
+                        "clocks_event_reasons": _reasons(int(reasons, 16)),
+                    }
+                )
+            samples.append({"index": index, "t": start_t + t, "gpus": gpus})
+            if t + interval <= duration:
+                await asyncio.sleep(interval)
+        await burn.wait()
+        return 0, json.dumps(samples)
+
+
+# nvidia-smi's clocks_event_reasons.active bit mask, named as the parsers name them.
+_REASON_BITS = {
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+}
+
+
+def _reasons(mask: int) -> list[str]:
+    return [name for bit, name in _REASON_BITS.items() if mask & bit]
 
 
 def _mlx_devices(text: str) -> list[dict[str, str]]:

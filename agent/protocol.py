@@ -30,7 +30,18 @@ FLASH_FIRMWARE = "flash_firmware"
 SECURE_ERASE = "secure_erase"
 INSTALL_OS = "install_os"
 RUN_TOOL = "run_tool"
-COMMAND_KINDS = (INVENTORY, FLASH_FIRMWARE, SECURE_ERASE, INSTALL_OS, RUN_TOOL)
+RUN_TOOLS = "run_tools"
+COMMAND_KINDS = (INVENTORY, FLASH_FIRMWARE, SECURE_ERASE, INSTALL_OS, RUN_TOOL, RUN_TOOLS)
 
 # Tools run_tool may run (the acceptance gates' tools).
-TOOLS = ("dcgm", "nccl", "nvbandwidth", "fio", "gpu-burn", "nvidia-smi", "xid", "soak")
+TOOLS = (
+    "attestation",
+    "dcgm",
+    "nccl",
+    "nvbandwidth",
+    "fio",
+    "gpu-burn",
+    "nvidia-smi",
+    "xid",
+    "soak",
+)

@@ -213,7 +213,7 @@ def _save(existing, seen, bmc_url, username, password, pin, sku, rack, position,
     who = {"actor": actor, "actor_label": label or ("" if actor else "enroll")}
     with transaction.atomic():
         node.save()
-        count, unclassified = _save_components(node, seen.firmware)
+        count, unclassified = save_firmware_components(node, seen.firmware)
         data = {
             "bmc_address": bmc_url,
             "model": seen.model,
@@ -249,7 +249,7 @@ def _save(existing, seen, bmc_url, username, password, pin, sku, rack, position,
     )
 
 
-def _save_components(node: Node, firmware: list[FirmwareItem]) -> tuple[int, list[str]]:
+def save_firmware_components(node: Node, firmware: list[FirmwareItem]) -> tuple[int, list[str]]:
     """Create or update one Component per classified firmware entry; slots are entry names."""
     seen_slots: dict[tuple[str, str], int] = {}
     unclassified = []

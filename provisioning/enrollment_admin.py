@@ -23,7 +23,7 @@ from .redfish import RedfishError
 class EnrollForm(forms.Form):
     """What enrollment needs: where the BMC is, how to log in, and where the node sits."""
 
-    bmc = forms.URLField(label="BMC URL", help_text="https://host[:port]")
+    bmc = forms.URLField(label="BMC URL", help_text="https://host[:port]", assume_scheme="https")
     username = forms.CharField()
     password = forms.CharField(widget=forms.PasswordInput(render_value=False))
     sku = forms.ModelChoiceField(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.utils import timezone
@@ -10,15 +9,8 @@ from django.utils import timezone
 from fleet.choices import ComponentKind
 from fleet.models import Component, Node
 
+from .enrollment import classify
 from .redfish import FirmwareItem
-
-# FirmwareInventory names differ per vendor: iDRAC "Integrated Dell Remote Access Controller",
-# iLO "iLO 5", "System ROM", AMI "BMC"/"BIOS", NVIDIA HGX "HGX_FW_..." entries.
-_FIRMWARE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (ComponentKind.HGX, re.compile(r"\bhgx|baseboard", re.I)),
-    (ComponentKind.BMC, re.compile(r"\bbmc\b|idrac|remote access|\bilo\b|xcc|manager", re.I)),
-    (ComponentKind.BIOS, re.compile(r"\bbios\b|system rom|uefi|\brom\b", re.I)),
-)
 
 # In-band inventory keys and the component kind each lists.
 INBAND_KINDS = {
@@ -29,21 +21,13 @@ INBAND_KINDS = {
 }
 
 
-def firmware_kind(item: FirmwareItem) -> str | None:
-    """The component kind a FirmwareInventory member is, or None when it is none of ours."""
-    text = f"{item.id} {item.name}"
-    for kind, pattern in _FIRMWARE_PATTERNS:
-        if pattern.search(text):
-            return str(kind)
-    return None
-
-
 def firmware_by_kind(items: list[FirmwareItem]) -> dict[str, list[FirmwareItem]]:
+    """FirmwareInventory members grouped by the component kind each one is."""
     out: dict[str, list[FirmwareItem]] = {}
     for item in items:
-        kind = firmware_kind(item)
+        kind = classify(item)
         if kind:
-            out.setdefault(kind, []).append(item)
+            out.setdefault(str(kind), []).append(item)
     return out
 
 

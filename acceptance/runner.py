@@ -1,0 +1,184 @@
+"""Gates as phases of a run: send the gate's tools to the agent, judge, keep the result.
+
+The gate list and its order live in acceptance.gates and the node's profile; this module only
+turns one gate into agent commands and a GateResult. A failed gate names the part and fails the
+run, which quarantines the node.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from django.utils import timezone
+
+from agent import protocol
+from fleet.models import Component, Node
+from provisioning.models import AgentCommand
+from provisioning.outcomes import Done, Failure, Outcome
+from provisioning.phases.base import Phase, PhaseContext
+from provisioning.phases.inband import command_outcome, send_command
+
+from .attestation import judge_attestation
+from .choices import GateName, Verdict
+from .fabric import PairResult, judge_fabric, plan_fabric_pairs
+from .judging import judge_gate
+from .models import AcceptanceProfile, GateResult
+from .soak_runner import SoakGate
+from .verdicts import GateVerdict, SkuFacts
+
+
+def profile_thresholds(ctx: PhaseContext, gate: str) -> dict[str, float]:
+    """The thresholds the node's profile sets for a gate."""
+    version = ctx.manifest.get("acceptance_profile")
+    profiles = AcceptanceProfile.objects.filter(sku_id=ctx.node.sku_id)
+    profile = (profiles.filter(version=version).first() if version else None) or (
+        AcceptanceProfile.current_for(ctx.node.sku)
+    )
+    for entry in profile.spec.get("gates", []) if profile else []:
+        if entry["gate"] == gate:
+            return dict(entry.get("thresholds") or {})
+    return {}
+
+
+def part_serials(node: Node) -> dict[str, str]:
+    """Part names as findings write them ("GPU 3", "nvme3n1", "NIC 0") -> serials."""
+    out: dict[str, str] = {}
+    for slot, serial in Component.objects.filter(node=node).values_list("slot", "serial"):
+        out[slot] = serial
+        if slot.startswith("NVMe "):
+            out[f"nvme{slot.removeprefix('NVMe ')}n1"] = serial
+    return out
+
+
+def fabric_partners(node: Node) -> list[str]:
+    """The serials this node runs NCCL with: its partners in the rack's pairing plan."""
+    if node.rack_id is None:
+        return []
+    serials = sorted(
+        Node.objects.filter(rack_id=node.rack_id, sku_id=node.sku_id).values_list(
+            "serial", flat=True
+        )
+    )
+    return sorted(
+        {
+            b if a == node.serial else a
+            for a, b in plan_fabric_pairs(serials)
+            if node.serial in (a, b)
+        }
+    )
+
+
+def tools_for(gate: str, ctx: PhaseContext, thresholds: dict[str, float]) -> list[dict[str, Any]]:
+    """The tool invocations a gate needs on this node."""
+    if gate == GateName.ATTESTATION:
+        return [{"tool": "attestation", "duration_s": 5}]
+    if gate == GateName.GPU_HEALTH:
+        level = int(thresholds.get("dcgm_level", 3))
+        return [
+            {
+                "tool": "dcgm",
+                "level": level,
+                "duration_s": {1: 60, 2: 180, 3: 1800}.get(level, 3600),
+            },
+            {"tool": "nvidia-smi", "duration_s": 5},
+            {"tool": "xid", "phase": "gate", "duration_s": 1},
+        ]
+    if gate == GateName.NVBANDWIDTH:
+        return [{"tool": "nvbandwidth", "duration_s": 300}]
+    if gate == GateName.FABRIC:
+        return [
+            {"tool": "nccl", "key": f"nccl:{peer}", "peer": peer, "duration_s": 300}
+            for peer in fabric_partners(ctx.node)
+        ]
+    if gate == GateName.STORAGE:
+        return [{"tool": "fio", "duration_s": 120}]
+    if gate == GateName.REFERENCE_JOB:
+        duration = int(thresholds.get("duration_s", 600))
+        return [
+            {"tool": "gpu-burn", "duration_s": duration},
+            {"tool": "xid", "phase": "gate", "duration_s": 1},
+        ]
+    raise ValueError(f"gate {gate} has no tools")
+
+
+def judge(gate: str, ctx: PhaseContext, outputs: dict[str, str], thresholds: dict) -> GateVerdict:
+    """Judge a gate's raw outputs for this node."""
+    sku = SkuFacts.of(ctx.node.sku)
+    if gate == GateName.ATTESTATION:
+        return judge_attestation(outputs.get("attestation", ""), ctx.manifest, thresholds)
+    if gate == GateName.FABRIC:
+        pairs = [
+            PairResult(ctx.node.serial, key.removeprefix("nccl:"), text)
+            for key, text in outputs.items()
+        ]
+        # Only this node's verdict: it is in every pair here, so it is blamed only if all of
+        # them were slow; each partner is judged by its own gate, with its own partners.
+        mine = judge_fabric(pairs, sku, thresholds).get(ctx.node.serial)
+        return mine or GateVerdict(Verdict.ERROR, error="no fabric result for this node")
+    return judge_gate(gate, outputs, thresholds, sku, inventory=part_serials(ctx.node))
+
+
+def store(ctx: PhaseContext, gate: str, outputs: dict, verdict: GateVerdict) -> GateResult:
+    """Keep the gate's result: raw output, metrics, thresholds, verdict, findings."""
+    result, _ = GateResult.objects.update_or_create(
+        run=ctx.run,
+        gate=gate,
+        defaults={
+            "node": ctx.node,
+            "verdict": verdict.verdict,
+            "raw_output": outputs,
+            "metrics": {**verdict.metrics, **({"error": verdict.error} if verdict.error else {})},
+            "thresholds": verdict.thresholds_used,
+            "findings": [f.to_dict() for f in verdict.findings],
+            "tool_versions": verdict.tool_versions,
+            "started_at": ctx.record.started_at or timezone.now(),
+            "finished_at": timezone.now(),
+        },
+    )
+    return result
+
+
+def outcome_of(gate: str, verdict: GateVerdict) -> Outcome:
+    """A passed gate is done; a failed one fails the run naming the part; an error too."""
+    summary = {"verdict": str(verdict.verdict), "findings": len(verdict.findings)}
+    if verdict.verdict == Verdict.PASS:
+        return Done(compared=summary)
+    if verdict.verdict == Verdict.FAIL:
+        parts = ", ".join(dict.fromkeys(f.part for f in verdict.findings)) or "node"
+        first = verdict.findings[0].message if verdict.findings else "failed"
+        return Failure(f"{gate}: {first}", component=parts, permanent=True)
+    return Failure(f"{gate}: cannot judge: {verdict.error}", component="node")
+
+
+class GatePhase(Phase):
+    """One acceptance gate run in-band on the node."""
+
+    def __init__(self, gate: str):
+        self.gate = gate
+        self.name = f"gate:{gate}"
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        thresholds = profile_thresholds(ctx, self.gate)
+        if ctx.record.stage == "":
+            tools = tools_for(self.gate, ctx, thresholds)
+            if not tools:
+                verdict = GateVerdict(Verdict.ERROR, error="no partner node in the rack")
+                store(ctx, self.gate, {}, verdict)
+                return outcome_of(self.gate, verdict)
+            return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, "running")
+        command = command_outcome(ctx)
+        if not isinstance(command, AgentCommand):
+            return command
+        outputs = (command.result or {}).get("outputs") or {}
+        verdict = judge(self.gate, ctx, outputs, thresholds)
+        store(ctx, self.gate, outputs, verdict)
+        return outcome_of(self.gate, verdict)
+
+
+@cache
+def gate_phase(gate: str) -> Phase:
+    """The phase that runs `gate` (the engine looks gates up here by name)."""
+    if gate == GateName.BURN_IN:
+        return SoakGate()
+    return GatePhase(gate)

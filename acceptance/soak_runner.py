@@ -1,0 +1,134 @@
+"""The burn-in soak as a phase: hours of load in chunks, telemetry kept, stopped early on a fault.
+
+Each chunk is one agent command (load plus sampling); between chunks the worker lets go. The
+samples go to SoakSample rows for the chart, and the soak so far is judged after every chunk, so
+a hardware XID stops it at the chunk where it appeared rather than hours later.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent import protocol
+from provisioning.models import AgentCommand
+from provisioning.outcomes import Done, Failure, Outcome, Wait
+from provisioning.phases.base import Phase, PhaseContext
+from provisioning.phases.inband import command_outcome, send_command
+
+from .choices import GateName, Verdict
+from .models import GateResult, SoakSample
+from .soak import judge_soak
+from .verdicts import DEFAULT_THRESHOLDS
+
+CHUNKS = 6
+
+
+def _bus_ids(node) -> dict[str, dict]:
+    # The lab and HGX baseboards enumerate GPUs on these buses; findings then carry serials.
+    from fleet.models import Component
+
+    gpus = Component.objects.filter(node=node, kind="gpu").order_by("slot")
+    buses = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
+    out = {}
+    for gpu in gpus:
+        index = int(gpu.slot.split()[-1])
+        if index < len(buses):
+            out[f"0000:{buses[index]}:00.0"] = {"index": index, "serial": gpu.serial}
+    return out
+
+
+class SoakGate(Phase):
+    """The burn-in soak gate."""
+
+    name = f"gate:{GateName.BURN_IN}"
+
+    def thresholds(self, ctx: PhaseContext) -> dict[str, float]:
+        from .runner import profile_thresholds
+
+        return {
+            **DEFAULT_THRESHOLDS[GateName.BURN_IN],
+            **profile_thresholds(ctx, GateName.BURN_IN),
+        }
+
+    def execute(self, ctx: PhaseContext) -> Outcome:
+        used = self.thresholds(ctx)
+        total_s = int(used["soak_hours"] * 3600)
+        interval = int(used.get("sample_interval_s", 600))
+        chunk_s = max(interval, total_s // CHUNKS // interval * interval or interval)
+        result, _ = GateResult.objects.get_or_create(
+            run=ctx.run,
+            gate=GateName.BURN_IN,
+            defaults={"node": ctx.node, "verdict": Verdict.RUNNING, "thresholds": used},
+        )
+        done_s = int(ctx.record.compared.get("soaked_s", 0))
+        if ctx.record.stage == "":
+            return self.next_chunk(ctx, done_s, min(chunk_s, total_s - done_s), interval)
+        command = command_outcome(ctx)
+        if not isinstance(command, AgentCommand):
+            return command
+        outputs = (command.result or {}).get("outputs") or {}
+        end_s = int(ctx.record.compared.get("chunk_end_s", done_s))
+        self.keep_samples(result, outputs.get("soak", "[]"))
+        raw = dict(result.raw_output or {})
+        raw["xid"] = outputs.get("xid", "")
+        samples = [
+            {"index": i, "t": s.lab_t_s, "gpus": s.gpus}
+            for i, s in enumerate(result.samples.order_by("lab_t_s"))
+        ]
+        verdict = judge_soak(samples, raw["xid"], used, bus_ids=_bus_ids(ctx.node))
+        finished = verdict.verdict == Verdict.FAIL or end_s >= total_s
+        GateResult.objects.filter(pk=result.pk).update(
+            verdict=verdict.verdict if finished else Verdict.RUNNING,
+            raw_output=raw,
+            metrics={
+                **verdict.metrics,
+                **({"error": verdict.error} if finished and verdict.error else {}),
+            },
+            findings=[f.to_dict() for f in verdict.findings],
+            tool_versions=verdict.tool_versions,
+        )
+        if verdict.verdict == Verdict.FAIL:
+            parts = ", ".join(dict.fromkeys(f.part for f in verdict.findings)) or "node"
+            first = verdict.findings[0].message if verdict.findings else "failed"
+            return Failure(f"burn_in stopped early: {first}", component=parts, permanent=True)
+        if end_s >= total_s:
+            if verdict.verdict == Verdict.PASS:
+                return Done(compared={"verdict": "pass", "soaked_s": end_s})
+            return Failure(f"burn_in: cannot judge: {verdict.error}", component="node")
+        ctx.set_stage("", compared={"soaked_s": end_s})
+        return Wait(1, f"soaked {end_s / 3600:.1f} of {total_s / 3600:g} h")
+
+    def next_chunk(self, ctx: PhaseContext, start_s: int, length_s: int, interval: int) -> Outcome:
+        ctx.record.compared = {"soaked_s": start_s, "chunk_end_s": start_s + length_s}
+        ctx.record.save(update_fields=["compared"])
+        tools = [
+            {
+                "tool": "soak",
+                "start_s": start_s,
+                "duration_s": length_s,
+                "interval_s": interval,
+            },
+            {"tool": "xid", "phase": "soak", "soak_s": start_s + length_s, "duration_s": 1},
+        ]
+        return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, "soaking")
+
+    @staticmethod
+    def keep_samples(result: GateResult, text: str) -> None:
+        """Store new samples (a resumed chunk may repeat some; each t is kept once)."""
+        try:
+            samples: list[dict[str, Any]] = json.loads(text or "[]")
+        except json.JSONDecodeError:
+            samples = []
+        seen = set(result.samples.values_list("lab_t_s", flat=True))
+        SoakSample.objects.bulk_create(
+            SoakSample(
+                gate_result=result,
+                lab_t_s=sample["t"],
+                gpus=sample.get("gpus", []),
+                gpu_temps_c=[g.get("temp_c") for g in sample.get("gpus", [])],
+                gpu_power_w=[g.get("power_w") for g in sample.get("gpus", [])],
+            )
+            for sample in samples
+            if sample.get("t") not in seen
+        )

@@ -1,0 +1,73 @@
+"""Golden manifests and acceptance profiles for lab racks, pointing at the lab's artifact server."""
+
+from __future__ import annotations
+
+import yaml
+
+from .artifacts import artifact_sha256
+from .build import BASE_FIRMWARE, COMMON_FIRMWARE
+
+# What a lab node is brought to: one step past what it leaves the factory with.
+TARGET_FIRMWARE = {
+    "dell": {"bmc": "7.10.30.00", "bios": "2.20.1"},
+    "hpe": {"bmc": "2.78", "bios": "A47 v2.62"},
+    "supermicro": {"bmc": "01.03.04", "bios": "2.2"},
+}
+TARGET_COMMON = {
+    "hgx": "96.00.9F.00.01",
+    "nic": "28.43.1014",
+    "dpu": "24.43.1014",
+    "nvme": "GDC7402Q",
+}
+BIOS_TARGET = {"SriovGlobalEnable": "Enabled", "ProcVirtualization": "Enabled", "BootMode": "Uefi"}
+OS_IMAGE = "os-ubuntu-24.04-gpu.img"
+
+
+def lab_sku_name(flavour: str) -> str:
+    return f"lab-hgx-{flavour}"
+
+
+def manifest_yaml(flavour: str, artifact_url: str, version: str = "1.0.0") -> str:
+    """A golden manifest for a lab rack of one vendor flavour."""
+    targets = {**TARGET_COMMON, **TARGET_FIRMWARE[flavour]}
+    assert set(targets) == set(COMMON_FIRMWARE) | set(BASE_FIRMWARE[flavour])
+    firmware = {}
+    for component, target in targets.items():
+        name = f"{component}-{target}.bin"
+        firmware[component] = {
+            "version": target,
+            "url": f"{artifact_url}/artifacts/{name}",
+            "sha256": artifact_sha256(name),
+        }
+    document = {
+        "sku": lab_sku_name(flavour),
+        "version": version,
+        "description": f"Lab HGX node, {flavour}-like BMC",
+        "firmware": firmware,
+        "bios_settings": BIOS_TARGET,
+        "boot_order": ["Pxe", "Hdd"],
+        "os_image": {
+            "url": f"{artifact_url}/artifacts/{OS_IMAGE}",
+            "sha256": artifact_sha256(OS_IMAGE),
+            "signature": "lab-signing-key-1:ubuntu-24.04-gpu",
+        },
+        "acceptance_profile": "1.0.0",
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def profile_yaml(flavour: str, *, soak_hours: float = 72, version: str = "1.0.0") -> str:
+    """The acceptance profile of a lab SKU: every gate, the lab runs the soak by its clock."""
+    document = {
+        "sku": lab_sku_name(flavour),
+        "version": version,
+        "gates": [
+            {"gate": "attestation", "thresholds": {"require_signature": 1}},
+            {"gate": "gpu_health", "thresholds": {"dcgm_level": 3}},
+            {"gate": "nvbandwidth", "thresholds": {"min_fraction_of_spec": 0.85}},
+            {"gate": "fabric", "thresholds": {"min_busbw_fraction": 0.92}},
+            {"gate": "storage", "thresholds": {"min_read_mbps": 6000, "min_write_mbps": 3000}},
+            {"gate": "burn_in", "thresholds": {"soak_hours": soak_hours, "max_gpu_temp_c": 87}},
+        ],
+    }
+    return yaml.safe_dump(document, sort_keys=False)
