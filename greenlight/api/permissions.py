@@ -19,3 +19,11 @@ class ModelPermissions(DjangoModelPermissions):
         "OPTIONS": ["%(app_label)s.view_%(model_name)s"],
         "HEAD": ["%(app_label)s.view_%(model_name)s"],
     }
+
+    def has_permission(self, request, view):
+        if request.user and request.user.is_authenticated:
+            handler = getattr(view, request.method.lower(), None)
+            if handler is None or request.method.lower() not in view.http_method_names:
+                # The view does not offer this method: let dispatch answer 405, not 403.
+                return True
+        return super().has_permission(request, view)

@@ -1,0 +1,1 @@
+"""Tests of the REST API, metrics, webhooks, CSV export and DCIM sync."""
