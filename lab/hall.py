@@ -137,9 +137,7 @@ class LabHall:
             bmc.cert_fingerprint = fingerprint(cert_pem)
             app = BmcApp(bmc.node, FLAVOURS[bmc.flavour], self.clock).application()
             # A short shutdown: a BMC holding an answer (bmc_timeout) must not hold up stop().
-            runner = web.AppRunner(
-                app, access_log=None, handle_signals=False, shutdown_timeout=0.5
-            )
+            runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
             await runner.setup()
             self._runners.append(runner)
             http_port = await _serve(runner, address, self.port, None)
