@@ -76,7 +76,11 @@ def load_lined_yaml(text: str) -> LinedYaml:
     """Load one YAML document, or raise DocumentInvalid naming the line of the syntax error."""
     if not text or not text.strip():
         raise DocumentInvalid([DocumentError(1, "(document)", "the document is empty")])
-    loader = yaml.SafeLoader(text)
+    try:
+        # The reader rejects control characters as soon as it is built: a YAMLError too.
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as exc:
+        raise DocumentInvalid([DocumentError(1, "(syntax)", f"malformed YAML: {exc}")]) from None
     try:
         node = loader.get_single_node()
         if node is None:

@@ -208,3 +208,11 @@ class TestDocuments:
         assert response.status_code == 200
         draft.refresh_from_db()
         assert draft.status == "draft" and draft.version != "9.9.9" and "x" not in draft.spec
+
+
+def test_yaml_with_control_characters_is_a_400_not_a_500(db, alice):
+    # Found by the schema fuzzer: PyYAML's reader refuses these before parsing starts.
+    factories.make_sku()
+    response = client_for(alice).post("/api/v1/manifests/", {"yaml_text": "\x03"}, format="json")
+    assert response.status_code == 400
+    assert "malformed YAML" in json.dumps(response.json())
