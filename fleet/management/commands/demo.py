@@ -6,6 +6,7 @@ every child (and its children) in order. Running it again reuses the database an
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -20,16 +21,21 @@ import psutil
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandError
+from django.db import IntegrityError
 
+from fleet.models import Node, Rack, Sku
 from fleet.roles import FLEET_ADMIN
-from fleet.sample_data import load_samples
+from fleet.sample_data import DEMO_RACK, DEMO_SITE, SKU_NAME, load_samples
 from greenlight.embedded_redis import stop_embedded_redis
 
 ROOT = Path(settings.BASE_DIR)
 ADMIN_USERNAME = "admin"
 LAB_NODES = 8
+# Lab seconds per real second, for the lab and Greenlight alike (a 78-minute run in about 80 s).
+DEMO_TIME_SCALE = 60.0
 
 
 @dataclass
@@ -48,6 +54,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, port: int, no_lab: bool, **options) -> None:
         self.children: list[Child] = []
+        self.speed = float(os.environ.get("GREENLIGHT_TIME_SCALE") or DEMO_TIME_SCALE)
         self.stopping = False
         self.log_dir = Path(settings.VAR_DIR) / "log"
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -108,7 +115,13 @@ class Command(BaseCommand):
 
     def _child_env(self) -> dict[str, str]:
         # One Redis for everyone: children must not each decide for themselves.
-        return {**os.environ, "REDIS_URL": settings.REDIS_URL, "PYTHONUNBUFFERED": "1"}
+        return {
+            **os.environ,
+            "REDIS_URL": settings.REDIS_URL,
+            # Greenlight's clock runs at the lab's pace, so phase time limits are lab minutes.
+            "GREENLIGHT_TIME_SCALE": str(self.speed),
+            "PYTHONUNBUFFERED": "1",
+        }
 
     def _spawn(self, name: str, cmd: list[str]) -> Child:
         log = self.log_dir / f"{name}.log"
@@ -126,7 +139,7 @@ class Command(BaseCommand):
             )
         child = Child(name, proc, log)
         self.children.append(child)
-        self.say(f"Started {name} (pid {proc.pid}), log: {log.relative_to(ROOT)}")
+        self.say(f"Started {name} (pid {proc.pid}), log: {_shown(log)}")
         return child
 
     def _start_all(self, port: int, no_lab: bool) -> None:
@@ -167,7 +180,7 @@ class Command(BaseCommand):
         raise CommandError(f"{child.name} did not listen on port {port}; see {child.log}")
 
     def _start_lab(self) -> None:
-        """Start a lab rack of simulated nodes and enroll it, if the lab can do that yet."""
+        """Start a lab rack of simulated BMCs in its own process and enroll it over Redfish."""
         if "lab" not in get_commands():
             self.say("Lab rack: not available (this checkout has no `manage.py lab` command)")
             return
@@ -181,25 +194,27 @@ class Command(BaseCommand):
         if help_text.returncode != 0 or "--inventory" not in help_text.stdout:
             self.say("Lab rack: not available (`manage.py lab serve --inventory` is missing)")
             return
-        enroll = _lab_enrollment_function()
-        if enroll is None:
-            self.say("Lab rack: not available (no function enrolls a lab inventory yet)")
-            return
-        inventory = Path(settings.VAR_DIR) / "lab-inventory.json"
+        # The inventory holds the lab BMCs' passwords: it is written mode 0600 under var/.
+        inventory = Path(settings.VAR_DIR) / "lab" / "demo-inventory.json"
         inventory.unlink(missing_ok=True)
         lab = self._spawn(
             "lab",
             [sys.executable, "manage.py", "lab", "serve", "--nodes", str(LAB_NODES),
-             "--inventory", str(inventory)],
+             "--speed", str(self.speed), "--inventory", str(inventory)],
         )  # fmt: skip
         deadline = time.monotonic() + 60
-        while not inventory.exists():
+        while not inventory.exists() or not inventory.stat().st_size:
             if lab.proc.poll() is not None or time.monotonic() > deadline:
-                self.say(f"Lab rack: did not start; see {lab.log}")
+                self.say(f"Lab rack: did not start; see {_shown(lab.log)}")
                 return
             time.sleep(0.2)
-        result = enroll(inventory)
-        self.say(f"Lab rack: {LAB_NODES} simulated nodes, enrolled: {result}")
+        enrolled, problems = enroll_lab_inventory(inventory)
+        self.say(
+            f"Lab rack: {enrolled} of {LAB_NODES} simulated nodes enrolled in "
+            f"{DEMO_SITE}/{DEMO_RACK} (lab time x{self.speed:g})"
+        )
+        for problem in problems:
+            self.say(f"  {problem}")
 
     def _print_banner(self, port: int, password: str | None) -> None:
         url = f"http://127.0.0.1:{port}/"
@@ -216,7 +231,7 @@ class Command(BaseCommand):
             lines.append("  Password:     as printed by the first `make demo`")
         lines += [
             f"  Redis:        {redis}",
-            f"  Logs:         {self.log_dir.relative_to(ROOT)}/",
+            f"  Logs:         {_shown(self.log_dir)}/",
             "  Stop:         Ctrl-C",
             "",
         ]
@@ -268,6 +283,50 @@ def _stop_group(proc: subprocess.Popen, timeout: float = 15.0) -> None:
     proc.wait()
 
 
-def _lab_enrollment_function():
-    """The function that enrolls a lab inventory file, when the lab provides one."""
-    return None
+def _shown(path: Path) -> str:
+    """A path relative to the checkout when it is inside it, else absolute."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def enroll_lab_inventory(path: Path) -> tuple[int, list[str]]:
+    """Enroll the nodes of a lab inventory into the demo rack, as an operator would.
+
+    Each node is discovered over Redfish (provisioning.enrollment). A restarted lab presents new
+    BMC certificates; the inventory, written by the lab itself, is the trusted source of the new
+    fingerprint, so the demo re-pins explicitly (an event records it) before enrolling again.
+    """
+    from provisioning.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
+    from provisioning.redfish import RedfishError
+    from provisioning.redfish.tls import normalize_fingerprint
+
+    rack = Rack.objects.get(site__name=DEMO_SITE, name=DEMO_RACK)
+    sku = Sku.objects.get(name=SKU_NAME)
+    enrolled, problems = 0, []
+    for position, entry in enumerate(json.loads(path.read_text())["nodes"], start=1):
+        fingerprint = entry.get("cert_fingerprint") or None
+        existing = Node.objects.filter(serial=entry["serial"]).first()
+        try:
+            if (
+                existing is not None
+                and fingerprint
+                and existing.bmc_cert_fingerprint
+                and existing.bmc_cert_fingerprint != normalize_fingerprint(fingerprint)
+            ):
+                repin_bmc_certificate(
+                    existing, fingerprint=fingerprint, actor_label="demo (lab restarted)"
+                )
+            enroll_node(
+                entry["bmc_url"],
+                entry["username"],
+                entry["password"],
+                sku=sku,
+                rack=rack,
+                position=position,
+                fingerprint=fingerprint,
+                actor_label="demo",
+            )
+            enrolled += 1
+        except (EnrollmentError, RedfishError, ValidationError, IntegrityError) as exc:
+            # The message names the node and the problem, never the credentials.
+            problems.append(f"{entry['serial']}: {exc}")
+    return enrolled, problems
