@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -78,20 +79,21 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "greenlight.sqlite3",
-            "OPTIONS": {
-                # WAL lets the web server read while a worker writes; IMMEDIATE takes the write
-                # lock at BEGIN so concurrent writers queue instead of failing mid-transaction.
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-            },
         }
     }
-DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-# Tests with a real worker need the test database on disk, not in memory.
-DATABASES["default"].setdefault("TEST", {})
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    DATABASES["default"]["TEST"]["NAME"] = VAR_DIR / "test_greenlight.sqlite3"
+    # WAL lets the web server read while a worker writes; IMMEDIATE takes the write lock at
+    # BEGIN so concurrent writers queue (up to the timeout) instead of failing mid-transaction.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+    }
+    # Tests with a real worker need the test database on disk, not in memory; one file per
+    # test session, so two sessions on one machine never share it.
+    DATABASES["default"]["TEST"] = {"NAME": VAR_DIR / f"test_greenlight_{os.getpid()}.sqlite3"}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Parallel test processes (pytest-xdist) share one Redis: each gets its own channel prefix and
 # Celery queue so their messages never cross.

@@ -27,7 +27,9 @@ def lab_sku_name(flavour: str) -> str:
     return f"lab-hgx-{flavour}"
 
 
-def manifest_yaml(flavour: str, artifact_url: str, version: str = "1.0.0") -> str:
+def manifest_yaml(
+    flavour: str, artifact_url: str, version: str = "1.0.0", profile_version: str = "1.0.0"
+) -> str:
     """A golden manifest for a lab rack of one vendor flavour."""
     targets = {**TARGET_COMMON, **TARGET_FIRMWARE[flavour]}
     assert set(targets) == set(COMMON_FIRMWARE) | set(BASE_FIRMWARE[flavour])
@@ -51,7 +53,7 @@ def manifest_yaml(flavour: str, artifact_url: str, version: str = "1.0.0") -> st
             "sha256": artifact_sha256(OS_IMAGE),
             "signature": "lab-signing-key-1:ubuntu-24.04-gpu",
         },
-        "acceptance_profile": "1.0.0",
+        "acceptance_profile": profile_version,
     }
     return yaml.safe_dump(document, sort_keys=False)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import httpx
+from django.db import OperationalError
 
 from .outcomes import Failure, Outcome, TransientFailure
 from .redfish import errors as rf
@@ -20,7 +21,14 @@ class AgentRefused(Exception):
     """The agent answered but refused or failed a request."""
 
 
-TRANSIENT = (rf.BmcBusy, rf.BmcUnreachable, httpx.TransportError, AgentUnavailable)
+# A locked or dropped database connection is contention, not a fault of the node.
+TRANSIENT = (
+    rf.BmcBusy,
+    rf.BmcUnreachable,
+    httpx.TransportError,
+    AgentUnavailable,
+    OperationalError,
+)
 # Errors that retrying cannot fix: wrong credentials, a certificate that is not the pinned one,
 # a licence-gated feature. They fail the run at once, naming the BMC.
 PERMANENT = (

@@ -1,0 +1,136 @@
+"""Greenlight's processes for a lab run: the ASGI server and Celery workers, as children."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def database_url() -> str:
+    """A DATABASE_URL for the database this process uses (the test database under pytest)."""
+    s = connection.settings_dict
+    if s["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(s['NAME']).resolve()}"
+    auth = (s.get("USER") or "") + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
+    return f"postgres://{auth}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """Environment for a child that must share this process's database, Redis and queue."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url(),
+        REDIS_URL=settings.REDIS_URL,
+        CELERY_QUEUE=settings.CELERY_TASK_DEFAULT_QUEUE,
+        CHANNEL_PREFIX=settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
+        GREENLIGHT_TIME_SCALE=str(settings.GREENLIGHT_TIME_SCALE),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def start_web(
+    env: dict[str, str], port: int | None = None, log=None
+) -> tuple[subprocess.Popen, str]:
+    """Start daphne serving Greenlight; return the process and its URL once it answers."""
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "greenlight.asgi:application"],
+        cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daphne exited with {proc.returncode}")
+        try:
+            httpx.get(url + "/accounts/login/", timeout=1)
+            return proc, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    stop(proc)
+    raise RuntimeError("daphne did not start")
+
+
+def start_worker(
+    env: dict[str, str], *, concurrency: int = 16, name: str = "lab", log=None
+) -> subprocess.Popen:
+    """Start a Celery worker (thread pool: steps wait on the network, not the CPU)."""
+    queue = env.get("CELERY_QUEUE", settings.CELERY_TASK_DEFAULT_QUEUE)
+    node_name = f"{name}-{os.getpid()}-{time.monotonic_ns()}@%h"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "greenlight", "worker", "-Q", queue,
+         "-P", "threads", "-c", str(concurrency), "--without-gossip", "--without-mingle",
+         "--without-heartbeat", "-l", "WARNING", "-n", node_name],
+        cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    wait_for_worker(proc, node_name.split("@")[0])
+    return proc
+
+
+def wait_for_worker(proc: subprocess.Popen, prefix: str, timeout: float = 60.0) -> None:
+    from greenlight.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"celery worker exited with {proc.returncode}")
+        replies = app.control.ping(timeout=0.5) or []
+        if any(name.startswith(prefix) for reply in replies for name in reply):
+            return
+    raise RuntimeError("celery worker did not become ready")
+
+
+def start_beat(env: dict[str, str], schedule: Path, log=None) -> subprocess.Popen:
+    """Start Celery beat (it sends the periodic sweep)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "greenlight", "beat", "-l", "WARNING",
+         "-s", str(schedule)],
+        cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """SIGTERM the child's process group, then SIGKILL if it will not go."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def kill(proc: subprocess.Popen) -> None:
+    """SIGKILL the child and its group at once (a crash, for tests)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
