@@ -20,7 +20,8 @@ class NodeState(models.TextChoices):
 
 
 # Colour (a CSS class suffix) and icon per state: the badge, the rack slot and the API agree
-# because all of them read these maps. Icons make the state readable without colour.
+# because all of them read these maps. Icons make the state readable without colour; each is a
+# glyph of DejaVu Sans (no emoji), so it renders on a bare Debian browser too.
 NODE_STATE_COLORS = {
     NodeState.ENROLLED: "gray",
     NodeState.PROVISIONING: "blue",
@@ -37,12 +38,12 @@ NODE_STATE_COLORS = {
 NODE_STATE_ICONS = {
     NodeState.ENROLLED: "○",
     NodeState.PROVISIONING: "↻",
-    NodeState.VALIDATING: "⧗",
+    NodeState.VALIDATING: "⚗",
     NodeState.AWAITING_APPROVAL: "?",
     NodeState.IN_SERVICE: "✓",
     NodeState.FAILED: "✗",
     NodeState.QUARANTINED: "⚠",
-    NodeState.BREAK_FIX: "🔧",
+    NodeState.BREAK_FIX: "⚒",
     NodeState.RELEASING: "⇢",
     NodeState.WIPING: "⌫",
     NodeState.DECOMMISSIONED: "■",
