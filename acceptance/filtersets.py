@@ -5,6 +5,7 @@ from __future__ import annotations
 import django_filters
 
 from fleet.filtersets import DocumentFilterSet
+from greenlight.api.filters import DateTimeFilter
 
 from .choices import DecisionKind, GateName, Verdict
 from .models import AcceptanceProfile, Decision, GateResult
@@ -23,7 +24,7 @@ class GateResultFilterSet(django_filters.FilterSet):
     run = django_filters.NumberFilter(field_name="run")
     gate = django_filters.MultipleChoiceFilter(choices=GateName.choices)
     verdict = django_filters.MultipleChoiceFilter(choices=Verdict.choices)
-    since = django_filters.IsoDateTimeFilter(field_name="finished_at", lookup_expr="gte")
+    since = DateTimeFilter(field_name="finished_at", lookup_expr="gte")
 
     class Meta:
         model = GateResult
@@ -34,7 +35,7 @@ class DecisionFilterSet(django_filters.FilterSet):
     node = django_filters.NumberFilter(field_name="node")
     serial = django_filters.CharFilter(field_name="node__serial")
     kind = django_filters.MultipleChoiceFilter(choices=DecisionKind.choices)
-    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    since = DateTimeFilter(field_name="created_at", lookup_expr="gte")
 
     class Meta:
         model = Decision

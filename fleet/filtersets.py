@@ -6,6 +6,7 @@ import django_filters
 from django.db.models import Exists, OuterRef, Q
 
 from acceptance.choices import Verdict
+from greenlight.api.filters import DateTimeFilter
 
 from .choices import ComponentKind, DocumentStatus, EventKind, NodeState
 from .models import Event, Manifest, Node, Rack, Site, Sku
@@ -45,7 +46,7 @@ class NodeFilterSet(django_filters.FilterSet):
     last_verdict = django_filters.MultipleChoiceFilter(
         choices=Verdict.choices, label="Worst verdict of the latest run with gate results"
     )
-    changed_since = django_filters.IsoDateTimeFilter(
+    changed_since = DateTimeFilter(
         method="filter_changed_since",
         label="State changed, or any event recorded, at or after this time (ISO 8601)",
     )
@@ -84,7 +85,7 @@ class EventFilterSet(django_filters.FilterSet):
     serial = django_filters.CharFilter(field_name="node__serial")
     rack = django_filters.NumberFilter(field_name="rack")
     kind = django_filters.MultipleChoiceFilter(choices=EventKind.choices)
-    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    since = DateTimeFilter(field_name="created_at", lookup_expr="gte")
     after_id = django_filters.NumberFilter(field_name="id", lookup_expr="gt")
 
     class Meta:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import django_filters
 
+from greenlight.api.filters import DateTimeFilter
+
 from .choices import CertificateResult, RunKind, RunStatus, WipeStatus
 from .models import Run, WipeCertificate, WipeRequest
 
@@ -15,7 +17,7 @@ class RunFilterSet(django_filters.FilterSet):
     kind = django_filters.MultipleChoiceFilter(choices=RunKind.choices)
     status = django_filters.MultipleChoiceFilter(choices=RunStatus.choices)
     manifest_version = django_filters.CharFilter(field_name="manifest__version")
-    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    since = DateTimeFilter(field_name="created_at", lookup_expr="gte")
 
     class Meta:
         model = Run
