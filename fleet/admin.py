@@ -183,12 +183,16 @@ class NodeAdmin(admin.ModelAdmin):
             )
 
     def get_urls(self):
+        from provisioning.enrollment_admin import enroll_view
+
         own = [
             path(
                 "enroll-csv/",
                 self.admin_site.admin_view(self.enroll_csv_view),
                 name="fleet_node_enroll_csv",
-            )
+            ),
+            # Enrollment by Redfish discovery of one BMC (provisioning.enrollment).
+            path("enroll/", self.admin_site.admin_view(enroll_view), name="fleet_node_enroll"),
         ]
         return own + super().get_urls()
 

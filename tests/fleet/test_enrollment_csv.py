@@ -251,6 +251,7 @@ def test_the_admin_changelist_links_to_the_upload_page(client, alice):
     client.force_login(alice)
     html = client.get(reverse("admin:fleet_node_changelist")).content.decode()
     assert reverse("admin:fleet_node_enroll_csv") in html
+    assert reverse("admin:fleet_node_enroll") in html
 
 
 def test_the_admin_upload_enrolls_a_good_file(client, alice, fleet):
