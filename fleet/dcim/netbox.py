@@ -224,20 +224,21 @@ class NetBoxSync:
             self.report.changes[-1] = Change("error", kind, name, error=str(exc))
             return None
 
-    def lookup(self, kind: str, endpoint: str, name: str, **filters: Any) -> dict | None | bool:
+    def lookup(self, kind: str, endpoint: str, label: str, filters: dict) -> dict | None | bool:
         """The first object matching, None if there is none, False if the look-up failed."""
         try:
             found = self.client.list(endpoint, **filters)
         except NetBoxError as exc:
-            self.report.changes.append(Change("error", kind, name, error=str(exc)))
+            self.report.changes.append(Change("error", kind, label, error=str(exc)))
             return False
         return found[0] if found else None
 
-    def ensure(self, kind, endpoint, name, lookup: dict, desired: dict, on_create=None):
-        existing = self.lookup(kind, endpoint, name, **lookup)
+    def ensure(self, kind, endpoint, label, filters: dict, desired: dict, on_create=None):
+        """Look the object up by `filters`, then create or patch it."""
+        existing = self.lookup(kind, endpoint, label, filters)
         if existing is False:
             return None
-        return self.upsert(kind, endpoint, name, existing, desired, on_create)
+        return self.upsert(kind, endpoint, label, existing, desired, on_create)
 
     def skip(self, kind: str, name: str, why: str) -> None:
         self.report.changes.append(Change("skip", kind, name, error=why))
