@@ -87,10 +87,14 @@ def tools_for(gate: str, ctx: PhaseContext, thresholds: dict[str, float]) -> lis
     if gate == GateName.NVBANDWIDTH:
         return [{"tool": "nvbandwidth", "duration_s": 300}]
     if gate == GateName.FABRIC:
+        # One run per rail (NCCL_IB_HCA=mlx5_k) with each partner: a slow NIC is then named,
+        # not just "the fabric".
         return [
-            {"tool": "nccl", "key": f"nccl:{peer}", "peer": peer, "duration_s": 300}
+            {"tool": "nccl", "key": f"nccl:{peer}:{rail}", "peer": peer, "rail": rail,
+             "duration_s": 60}
             for peer in fabric_partners(ctx.node)
-        ]
+            for rail in range(ctx.node.sku.nic_count)
+        ]  # fmt: skip
     if gate == GateName.STORAGE:
         return [{"tool": "fio", "duration_s": 120}]
     if gate == GateName.REFERENCE_JOB:
@@ -108,10 +112,10 @@ def judge(gate: str, ctx: PhaseContext, outputs: dict[str, str], thresholds: dic
     if gate == GateName.ATTESTATION:
         return judge_attestation(outputs.get("attestation", ""), ctx.manifest, thresholds)
     if gate == GateName.FABRIC:
-        pairs = [
-            PairResult(ctx.node.serial, key.removeprefix("nccl:"), text)
-            for key, text in outputs.items()
-        ]
+        pairs = []
+        for key, text in outputs.items():
+            _, peer, rail = key.split(":")
+            pairs.append(PairResult(ctx.node.serial, peer, text, rail=f"NIC {rail}"))
         # Only this node's verdict: it is in every pair here, so it is blamed only if all of
         # them were slow; each partner is judged by its own gate, with its own partners.
         mine = judge_fabric(pairs, sku, thresholds).get(ctx.node.serial)

@@ -69,6 +69,7 @@ class Agent:
         self.token: str | None = None
         self.refused: str | None = None
         self.commands: dict[int, CommandState] = {}
+        self.writes = 0  # requests that could change the node (commands); reads are GETs
         self._tasks: set[asyncio.Task] = set()
 
     @property
@@ -142,6 +143,8 @@ class Agent:
     # -- serving Greenlight ---------------------------------------------------------------
 
     async def handle(self, request: Request) -> Response:
+        if request.method != "GET":
+            self.writes += 1
         if not self._authorised(request):
             return Response(403, {"error": "not Greenlight's token for this boot"})
         if request.path == "/v1/ping" and request.method == "GET":

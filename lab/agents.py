@@ -207,7 +207,10 @@ class LabHardware(Hardware):
             peer = self.hall.node(params["peer"])
             pair = (sim, sim_node(peer, self.hall.seed))
             faults_by_node = {self.node.serial: faults, peer.serial: in_band_faults(peer)}
-            return 0, nccl_all_reduce(pair, faults_by_node)
+            rail = params.get("rail")
+            return 0, nccl_all_reduce(
+                pair, faults_by_node, rail=None if rail is None else int(rail)
+            )
         if tool == "soak":
             start = int(params.get("start_s", 0))
             end = start + int(params.get("duration_s", 3600))

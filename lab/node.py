@@ -75,6 +75,9 @@ class LabNode:
     sessions: dict[str, str] = field(default_factory=dict)  # token -> session id
     licensed: bool = True
     requests: int = 0  # answered by the BMC (tests check a refusal was not retried)
+    # Every request that changes something (not GET, not a session login or logout): tests
+    # read it to prove a read-only operation (the drift audit) wrote nothing.
+    writes: list[str] = field(default_factory=list)
     boot_count: int = 0
     last_boot_target: str = ""
     on_boot: list[BootHook] = field(default_factory=list)

@@ -33,6 +33,7 @@ from .outcomes import (
     TransientFailure,
     Wait,
 )
+from .phases import PHASES_BY_NAME, Band
 from .phases.base import PhaseContext
 from .phases.registry import phase_for
 from .scheduling import hand_over
@@ -202,7 +203,7 @@ def transient_failure(
             run,
             record,
             f"gave up after {run.transient_budget} transient errors; last: {outcome.reason}",
-            component=_component_of(outcome.reason),
+            component=outcome.component or _reached_through(record.phase),
         )
         return False
     record_event(
@@ -315,8 +316,10 @@ def _is_hardware_verdict(record: PhaseRecord) -> bool:
     return record.phase.startswith("gate:")
 
 
-def _component_of(reason: str) -> str:
-    return "bmc" if "BMC" in reason or "bmc" in reason else ""
+def _reached_through(phase: str) -> str:
+    """The part a phase talks to: when it cannot be reached, that part is what is named."""
+    info = PHASES_BY_NAME.get(phase)
+    return "bmc" if info is not None and info.band == Band.OOB else "agent"
 
 
 def _move_node(run: Run, to_state: str, reason: str, data: dict | None = None) -> None:

@@ -42,7 +42,10 @@ PERMANENT = (
 def classify(exc: Exception) -> Outcome:
     """The outcome an exception stands for."""
     if isinstance(exc, TRANSIENT):
-        return TransientFailure(str(exc), kind=type(exc).__name__)
+        component = "bmc" if isinstance(exc, rf.RedfishError) else ""
+        if isinstance(exc, AgentUnavailable):
+            component = "agent"
+        return TransientFailure(str(exc), kind=type(exc).__name__, component=component)
     if isinstance(exc, PERMANENT):
         return Failure(f"BMC: {exc}", component="bmc", permanent=True)
     if isinstance(exc, rf.RedfishError):

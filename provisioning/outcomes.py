@@ -40,6 +40,8 @@ class TransientFailure:
 
     reason: str
     kind: str = "transient"
+    # The part to name if the transient budget runs out on this error ("bmc", "agent").
+    component: str = ""
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,8 @@ class BmcApp:
     async def _faults(self, request: web.Request, handler) -> web.StreamResponse:
         faults = self.node.faults
         self.node.requests += 1
+        if request.method not in ("GET", "HEAD") and "/sessions" not in canonical(request.path):
+            self.node.writes.append(f"{request.method} {request.path}")
         if faults.has("bmc_unreachable"):
             # Drop the connection without an answer, as a BMC that is down or cut off does.
             if request.transport is not None:

@@ -1,17 +1,44 @@
-"""A small lab rack through the real pipeline: smoke test while building."""
+"""Two healthy lab nodes through the real pipeline, then the drift audit, which writes nothing."""
 
 from __future__ import annotations
 
-import pytest
+import io
+import json
 
+import pytest
+from django.core.management import call_command
+
+from fleet.models import Event, Node
 from lab.run import LabRun, LabRunConfig
+from provisioning.audit import audit_node
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_healthy_nodes_reach_awaiting_approval(tmp_path):
-    config = LabRunConfig(nodes=2, faults="none", speed=300, soak_hours=1, timeout_s=240)
+def test_healthy_nodes_reach_awaiting_approval_and_the_audit_writes_nothing(tmp_path):
+    config = LabRunConfig(nodes=2, faults="none", speed=400, soak_hours=1, timeout_s=300)
     with LabRun(config, log_dir=tmp_path) as lab:
         result = lab.run_pass()
-    print(result)
-    for node in result["nodes"]:
-        assert node["final_state"] == "awaiting_approval", node
+        assert all(n["final_state"] == "awaiting_approval" for n in result["nodes"]), result
+
+        lab_node = lab.hall.nodes[0]
+        node = Node.objects.get(serial=lab_node.serial)
+        agent = lab.site.agents.agents[lab_node.serial]
+        bmc_writes, agent_writes = list(lab_node.writes), agent.writes
+
+        # Drift: a person changed a BIOS setting behind Greenlight's back.
+        lab_node.bios_current["ProcVirtualization"] = "Disabled"
+        report = audit_node(node)
+        out = io.StringIO()
+        call_command("audit", "--rack", config.rack, "--json", stdout=out)
+
+        assert lab_node.writes == bmc_writes, "the audit wrote to the BMC"
+        assert agent.writes == agent_writes, "the audit sent the agent a command"
+        drifted = {c["component"] for c in report.drifted}
+        assert drifted == {"BIOS ProcVirtualization"}
+        assert not report.unreadable
+        assert {"phase": "nic_firmware"}.items() <= next(
+            c for c in report.components if c["phase"] == "nic_firmware"
+        ).items()
+        reports = json.loads(out.getvalue())
+        assert [r["drifted"] for r in reports] == [1, 0]
+        assert Event.objects.filter(node=node, kind="audit").count() == 2

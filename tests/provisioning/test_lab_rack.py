@@ -1,0 +1,74 @@
+"""A 16-node lab rack with the standard fault mix through the real pipeline, then again.
+
+Pass one: every healthy node reaches awaiting approval, every node with a hardware fault ends
+failed or quarantined naming the faulty part, and no node fails of a transient fault alone.
+Pass two over the same nodes: every firmware phase is skipped and no node changes at all.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lab.run import LabRun, LabRunConfig, healthy_ok
+from provisioning.models import PhaseRecord
+from provisioning.phases import PHASE_NAMES
+
+FIRMWARE_PHASES = [p for p in PHASE_NAMES if p.endswith("_firmware")]
+
+
+def _named(node: dict) -> bool:
+    truth = {f["component"].lower() for f in node["injected_faults"] if f["kind"] == "hardware"}
+    named = node["failed_component"].lower()
+    return bool(named) and any(part in named or named in part for part in truth)
+
+
+def _hardware_state(lab_node, inband) -> dict:
+    return {
+        "boots": lab_node.boot_count,
+        "firmware": dict(lab_node.firmware),
+        "bios": dict(lab_node.bios_current),
+        "os": inband.os_image_sha256,
+        "drives": dict(inband.drive_data),
+        "bmc_writes": len(lab_node.writes),
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_standard_fault_mix_then_an_idempotent_second_pass(tmp_path):
+    config = LabRunConfig(nodes=16, faults="standard", seed=7, speed=400, timeout_s=600)
+    with LabRun(config, log_dir=tmp_path) as lab:
+        first = lab.run_pass()
+        before = {
+            n.serial: _hardware_state(n, lab.site.agents.states[n.serial]) for n in lab.hall.nodes
+        }
+        second = lab.run_pass()
+        after = {
+            n.serial: _hardware_state(n, lab.site.agents.states[n.serial]) for n in lab.hall.nodes
+        }
+    (tmp_path / "summary.json").write_text(json.dumps({"passes": [first, second]}, indent=2))
+
+    assert first["finished"] and second["finished"]
+    faulty = [n for n in first["nodes"] if n["hardware_fault"]]
+    healthy = [n for n in first["nodes"] if not n["hardware_fault"]]
+    assert len(faulty) == 5
+    assert any(n["injected_faults"] for n in healthy), "the mix must include transient faults"
+    for node in healthy:
+        assert healthy_ok(node), node
+    for node in faulty:
+        assert node["final_state"] in ("failed", "quarantined"), node
+        assert _named(node), node
+
+    for node in second["nodes"]:
+        if node["hardware_fault"]:
+            continue
+        assert healthy_ok(node), node
+        assert after[node["serial"]] == before[node["serial"]], node["serial"]
+    second_records = PhaseRecord.objects.filter(
+        run__node__serial__in=[n["serial"] for n in healthy], phase__in=FIRMWARE_PHASES
+    ).order_by("run__created_at")
+    latest = {}
+    for record in second_records:
+        latest[(record.run.node_id, record.phase)] = record
+    assert latest and all(r.status == "skipped" and r.changes == [] for r in latest.values())
