@@ -49,7 +49,7 @@ def test_errors_in_the_form_name_line_and_field(client, alice, sku):
 def test_a_draft_is_edited_and_its_spec_follows(client, alice, sku):
     draft = factories.make_manifest(publish=False)
     client.force_login(alice)
-    text = draft.yaml_text.replace("NumaNodesPerSocket: 1", "NumaNodesPerSocket: 2")
+    text = draft.yaml_text.replace("bios_settings:\n", "bios_settings:\n  NumaNodesPerSocket: 2\n")
     response = client.post(change_url(draft), {"yaml_text": text})
     assert response.status_code == 302
     draft.refresh_from_db()
@@ -142,7 +142,7 @@ def test_a_retired_version_cannot_be_published_again(client, alice, manifest):
 
 def test_the_diff_against_the_previous_version(client, alice, manifest):
     draft = manifest.clone_as_draft(actor=alice)
-    draft.yaml_text = draft.yaml_text.replace("PcieAcsControl: Disabled", "PcieAcsControl: Enabled")
+    draft.yaml_text = draft.yaml_text.replace("BootMode: Uefi", "BootMode: Legacy")
     draft.full_clean()
     draft.save()
     client.force_login(alice)
@@ -150,8 +150,8 @@ def test_the_diff_against_the_previous_version(client, alice, manifest):
     assert '<pre class="yaml-diff"' in html
     assert "--- 1.0.0 (published)" in html
     assert "+++ 1.0.1 (draft)" in html
-    assert ">-  PcieAcsControl: Disabled</span>" in html
-    assert ">+  PcieAcsControl: Enabled</span>" in html
+    assert ">-  BootMode: Uefi</span>" in html
+    assert ">+  BootMode: Legacy</span>" in html
     first = client.get(change_url(manifest)).content.decode()
     assert "This is the first version of this SKU." in first
 
