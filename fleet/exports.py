@@ -37,7 +37,8 @@ COMPONENT_COLUMNS = [
     "component_firmware_version",
 ]
 HEADER = NODE_COLUMNS + COMPONENT_COLUMNS
-CHUNK_SIZE = 500
+# Django holds the previous chunk while it prefetches the next: peak memory is two chunks.
+CHUNK_SIZE = 200
 
 
 class _Echo:
