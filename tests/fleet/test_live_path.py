@@ -103,6 +103,16 @@ def test_a_socket_on_another_rack_hears_nothing(bob):
     async_to_sync(scenario)()
 
 
+@pytest.fixture
+def memory_layer(settings):
+    """An in-memory channel layer, for the checks that refuse a socket before it joins a group.
+
+    A refused consumer never reaches the layer; with Redis its pending read would only delay
+    the test by the client's socket timeout when it is torn down.
+    """
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
 async def _connect(path: str, headers: list) -> tuple[bool, int | None]:
     communicator = WebsocketCommunicator(application, path, headers=headers)
     connected, code = await communicator.connect(timeout=10)
@@ -116,20 +126,20 @@ async def _connect(path: str, headers: list) -> tuple[bool, int | None]:
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_an_anonymous_socket_is_refused(rack):
+def test_an_anonymous_socket_is_refused(rack, memory_layer):
     connected, code = async_to_sync(_connect)(f"/ws/rack/{rack.pk}/", [ORIGIN])
     assert not connected
     assert code == 4401
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_socket_from_a_foreign_origin_is_refused(bob, rack):
+def test_a_socket_from_a_foreign_origin_is_refused(bob, rack, memory_layer):
     headers = [session_cookie(bob), (b"origin", b"https://evil.example")]
     connected, _ = async_to_sync(_connect)(f"/ws/rack/{rack.pk}/", headers)
     assert not connected
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_signed_in_socket_from_an_allowed_origin_is_accepted(bob, rack):
+def test_a_signed_in_socket_from_an_allowed_origin_is_accepted(bob, rack, memory_layer):
     connected, _ = async_to_sync(_connect)(f"/ws/rack/{rack.pk}/", [session_cookie(bob), ORIGIN])
     assert connected
