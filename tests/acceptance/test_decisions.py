@@ -110,7 +110,7 @@ def test_approve_all_passed_makes_one_decision_per_passed_node(bob, rack):
     assert states[failed.pk] == NodeState.AWAITING_APPROVAL
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_approve_and_quarantine_at_the_same_moment_exactly_one_wins(bob, alice, rack):
     """Two threads, two PostgreSQL connections, one barrier: the row lock settles it."""
     if connection.vendor != "postgresql":

@@ -1,0 +1,106 @@
+"""The live WebSocket: who is refused, and how a burst of events becomes one batch per window."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from fleet.live import Coalescer, rack_group
+from fleet.routing import websocket_urlpatterns
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+def _event(seq: int, node_id: int, state: str, rack_id: int = 1) -> dict:
+    return {
+        "seq": seq,
+        "kind": "state_changed",
+        "node": {"id": node_id, "serial": f"SN{node_id}", "state": state, "rack_id": rack_id,
+                 "position": node_id},
+        "message": "",
+        "data": {},
+        "actor": "test",
+        "created_at": "2025-01-01T00:00:00+00:00",
+    }  # fmt: skip
+
+
+def test_coalescer_keeps_the_latest_change_per_node_and_the_newest_seq():
+    buf = Coalescer()
+    assert buf.take() is None
+    for seq, node, state in [(5, 1, "provisioning"), (6, 2, "provisioning"), (9, 1, "validating")]:
+        buf.add(_event(seq, node, state))
+    batch = buf.take()
+    assert batch["seq"] == 9 and batch["events"] == 3
+    assert {k: v["state"] for k, v in batch["nodes"].items()} == {
+        "1": "validating",
+        "2": "provisioning",
+    }
+    assert buf.take() is None
+
+
+async def _connect(path: str, *, user=None, origin: bytes = b"http://127.0.0.1"):
+    if user is None:
+        from greenlight.asgi import application
+
+        communicator = WebsocketCommunicator(application, path, headers=[(b"origin", origin)])
+    else:
+        communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), path)
+        communicator.scope["user"] = user
+    connected, code = await communicator.connect(timeout=5)
+    return communicator, connected, code
+
+
+def test_anonymous_users_are_refused():
+    @async_to_sync
+    async def run():
+        communicator, connected, code = await _connect("/ws/rack/1/")
+        await communicator.disconnect()
+        return connected, code
+
+    assert run() == (False, 4401)
+
+
+def test_foreign_origins_are_refused():
+    @async_to_sync
+    async def run():
+        communicator, connected, _ = await _connect("/ws/rack/1/", origin=b"https://evil.example")
+        await communicator.disconnect()
+        return connected
+
+    assert run() is False
+
+
+def test_a_user_without_a_role_is_refused(charlie):
+    @async_to_sync
+    async def run():
+        communicator, connected, code = await _connect("/ws/rack/1/", user=charlie)
+        await communicator.disconnect()
+        return connected, code
+
+    assert run() == (False, 4403)
+
+
+def test_a_burst_of_events_arrives_as_one_batch(bob, settings):
+    settings.GREENLIGHT_LIVE_COALESCE_MS = 300
+
+    @async_to_sync
+    async def run():
+        communicator, connected, _ = await _connect("/ws/rack/77/", user=bob)
+        assert connected
+        layer = get_channel_layer()
+        for seq in range(100, 130):
+            event = _event(seq, seq % 3, "provisioning" if seq < 129 else "validating", 77)
+            await layer.group_send(rack_group(77), {"type": "live.event", "event": event})
+        batch = await communicator.receive_json_from(timeout=5)
+        nothing_more = await communicator.receive_nothing(timeout=0.5)
+        await communicator.disconnect()
+        return batch, nothing_more
+
+    batch, nothing_more = run()
+    assert batch["type"] == "batch" and batch["seq"] == 129 and batch["events"] == 30
+    assert sorted(batch["nodes"]) == ["0", "1", "2"]
+    assert batch["nodes"]["0"]["state"] == "validating"  # 129 % 3 == 0, the newest for node 0
+    assert nothing_more
