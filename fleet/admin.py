@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.core.files.uploadedfile import InMemoryUploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from .admin_documents import VersionedDocumentAdminMixin
 from .choices import EventKind
@@ -112,13 +117,43 @@ class ComponentInline(admin.TabularInline):
     fields = ["kind", "slot", "model", "serial", "part_number", "firmware_version", "updateable"]
 
 
+class InMemoryUploadHandler(FileUploadHandler):
+    """Keep an upload in memory, never in a temporary file: an enrollment CSV holds BMC passwords.
+
+    Django spools uploads past FILE_UPLOAD_MAX_MEMORY_SIZE to disk; this handler instead skips a
+    file past MAX_CSV_BYTES and says so.
+    """
+
+    too_large = False
+
+    def new_file(self, *args, **kwargs) -> None:
+        super().new_file(*args, **kwargs)
+        self.buffer = io.BytesIO()
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        if start + len(raw_data) > MAX_CSV_BYTES:
+            self.too_large = True
+            raise SkipFile()
+        self.buffer.write(raw_data)
+
+    def file_complete(self, file_size: int) -> InMemoryUploadedFile:
+        self.buffer.seek(0)
+        return InMemoryUploadedFile(
+            self.buffer,
+            self.field_name,
+            self.file_name,
+            self.content_type,
+            file_size,
+            self.charset,
+            self.content_type_extra,
+        )
+
+
 class EnrollCsvForm(forms.Form):
     file = forms.FileField(label="CSV file", help_text=f"Columns: {', '.join(COLUMNS)}")
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
-        if upload.size > MAX_CSV_BYTES:
-            raise forms.ValidationError(f"The file is larger than {MAX_CSV_BYTES // 1024} KiB.")
         try:
             return upload.read().decode("utf-8-sig")
         except UnicodeDecodeError:
@@ -188,7 +223,9 @@ class NodeAdmin(admin.ModelAdmin):
         own = [
             path(
                 "enroll-csv/",
-                self.admin_site.admin_view(self.enroll_csv_view),
+                # csrf_exempt here only so that the upload handler is set before the body is
+                # read; the view checks the CSRF token itself (csrf_protect below).
+                self.admin_site.admin_view(csrf_exempt(self.enroll_csv_view)),
                 name="fleet_node_enroll_csv",
             ),
             # Enrollment by Redfish discovery of one BMC (provisioning.enrollment).
@@ -198,10 +235,21 @@ class NodeAdmin(admin.ModelAdmin):
 
     def enroll_csv_view(self, request: HttpRequest):
         """Upload a CSV of nodes: every row is validated, then all are enrolled or none."""
+        handler = InMemoryUploadHandler(request)
+        request.upload_handlers = [handler]
+        return csrf_protect(self._enroll_csv)(request, handler)
+
+    def _enroll_csv(self, request: HttpRequest, handler: InMemoryUploadHandler):
         if not self.has_add_permission(request):
             raise PermissionDenied
         report = None
-        form = EnrollCsvForm(request.POST or None, request.FILES or None)
+        if request.method == "POST":
+            form = EnrollCsvForm(request.POST, request.FILES)
+        else:
+            form = EnrollCsvForm()
+        if form.is_bound and handler.too_large:
+            form.full_clean()
+            form.add_error(None, f"The file is larger than {MAX_CSV_BYTES:,} bytes.")
         if request.method == "POST" and form.is_valid():
             upload = request.FILES["file"]
             report = enroll_csv(form.cleaned_data["file"], actor=request.user, source=upload.name)

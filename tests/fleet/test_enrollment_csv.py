@@ -7,6 +7,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -273,6 +274,38 @@ def test_the_admin_upload_lists_every_bad_row(client, alice, fleet):
     assert "<td>3</td><td>position</td><td>U55 is outside" in html
     assert "nothing was imported" in html
     assert not Node.objects.exists()
+
+
+def test_the_upload_checks_the_csrf_token(alice, fleet):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    assert _upload(client, GOOD).status_code == 403
+    assert not Node.objects.exists()
+    client.get(reverse("admin:fleet_node_enroll_csv"))
+    upload = io.BytesIO(GOOD.encode())
+    upload.name = "rack.csv"
+    response = client.post(
+        reverse("admin:fleet_node_enroll_csv"),
+        {"file": upload, "csrfmiddlewaretoken": client.cookies["csrftoken"].value},
+    )
+    assert response.status_code == 302
+    assert Node.objects.count() == 3
+
+
+def test_an_upload_too_large_is_refused_without_touching_the_disk(
+    client, alice, fleet, monkeypatch
+):
+    monkeypatch.setattr("fleet.admin.MAX_CSV_BYTES", 256)
+    spooled = []
+    monkeypatch.setattr(
+        "django.core.files.uploadhandler.TemporaryFileUploadHandler.new_file",
+        lambda *a, **k: spooled.append(a),
+    )
+    client.force_login(alice)
+    response = _upload(client, GOOD)
+    assert response.status_code == 200
+    assert "The file is larger than 256 bytes." in response.content.decode()
+    assert not Node.objects.exists() and spooled == []
 
 
 def test_a_site_tech_cannot_upload(client, bob, fleet):
