@@ -8,6 +8,7 @@ a hardware XID stops it at the chunk where it appeared rather than hours later.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from agent import protocol
@@ -53,9 +54,10 @@ class SoakGate(Phase):
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         used = self.thresholds(ctx)
-        total_s = int(used["soak_hours"] * 3600)
-        interval = int(used.get("sample_interval_s", 600))
-        chunk_s = max(interval, total_s // CHUNKS // interval * interval or interval)
+        interval = max(int(used.get("sample_interval_s", 600)), 1)
+        # Whole sampling intervals, so the last sample falls at (or past) the soak's end.
+        total_s = math.ceil(used["soak_hours"] * 3600 / interval) * interval
+        chunk_s = max(interval, total_s // CHUNKS // interval * interval)
         result, _ = GateResult.objects.get_or_create(
             run=ctx.run,
             gate=GateName.BURN_IN,

@@ -52,6 +52,7 @@ def advance(run_id: int, step: int) -> None:
     claimable = Q(status__in=(RunStatus.QUEUED, RunStatus.WAITING)) | Q(
         status=RunStatus.RUNNING, next_look_at__lt=now
     )
+    before = Run.objects.filter(pk=run_id, step=step).values("status", "next_look_at").first()
     claimed = Run.objects.filter(claimable, pk=run_id, step=step).update(
         step=F("step") + 1, status=RunStatus.RUNNING, next_look_at=lease
     )
@@ -59,6 +60,12 @@ def advance(run_id: int, step: int) -> None:
         return
     run = Run.objects.select_related("node", "node__rack", "manifest").get(pk=run_id)
     run.claimed_at = now
+    if before and before["next_look_at"] is not None:
+        due = before["next_look_at"]
+        if before["status"] == RunStatus.RUNNING:
+            # A lease that lapsed: its worker died when the lease began, not when it ended.
+            due -= timedelta(seconds=settings.GREENLIGHT_STEP_LEASE_S)
+        excuse_lateness(run, now - due)
     if run.started_at is None:
         Run.objects.filter(pk=run.pk).update(started_at=now)
     for _ in range(MAX_PHASES_PER_STEP):
@@ -69,6 +76,18 @@ def advance(run_id: int, step: int) -> None:
         if not take_one_look(run, record):
             return
     hand_over(run, timezone.now())
+
+
+def excuse_lateness(run: Run, late: timedelta) -> None:
+    """Push the phase deadlines back by the time Greenlight itself was late to look.
+
+    A phase limit measures the node, not the control plane: if every worker was down for an
+    hour, the node must not be failed for a wait that nobody was there to end.
+    """
+    if late > timedelta(0):
+        run.phases.filter(status__in=(PhaseStatus.RUNNING, PhaseStatus.WAITING)).update(
+            deadline_at=F("deadline_at") + late
+        )
 
 
 def next_record(run: Run) -> PhaseRecord | None:

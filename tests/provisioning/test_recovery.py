@@ -1,0 +1,126 @@
+"""Runs survive a worker killed mid-phase and a Redis that loses everything.
+
+The database is the source of truth: a killed worker's step is taken over once its lease lapses,
+and a run whose next message vanished with Redis is found by the sweep and sent again. Every
+phase observes before it applies, so nothing is flashed twice.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import pytest
+import redis
+
+from greenlight.celery import app
+from greenlight.embedded_redis import ensure_embedded_redis, stop_embedded_redis
+from lab import processes
+from lab.run import LabRun, LabRunConfig
+from provisioning.choices import PhaseStatus
+from provisioning.models import AgentCommand, PhaseRecord
+
+
+def _wait_for(condition, what: str, run, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    phases = list(run.phases.values_list("phase", "status", "stage", "wait_reason", "error"))
+    raise AssertionError(f"timed out waiting for {what}: {phases}")
+
+
+def _firmware_flashes(lab_node) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for task in lab_node.tasks.values():
+        if task.kind == "firmware":
+            counts[task.component] = counts.get(task.component, 0) + 1
+    return counts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_killed_mid_firmware_phase_resumes_and_flashes_each_component_once(tmp_path):
+    # Two nodes: the fabric gate needs a partner in the rack.
+    config = LabRunConfig(nodes=2, faults="none", speed=150, soak_hours=0.25, timeout_s=300)
+    with LabRun(config, log_dir=tmp_path) as lab:
+        runs = lab.start_pass()
+        run = next(iter(runs.values()))
+        _wait_for(
+            lambda: PhaseRecord.objects.filter(
+                run=run, phase="bios_firmware", stage="updating"
+            ).exists(),
+            "the BIOS update to be under way",
+            run,
+        )
+        processes.kill(lab.workers.pop())
+        lab.add_worker(name="replacement")
+        assert lab.wait(runs)
+        for run in runs.values():
+            run.refresh_from_db()
+            assert run.status == "succeeded", run.last_error
+            flashed = AgentCommand.objects.filter(run=run, kind="flash_firmware")
+            assert sorted(c.params["component"] for c in flashed) == ["dpu", "nic", "nvme"]
+            bios = PhaseRecord.objects.get(run=run, phase="bios_firmware")
+            assert bios.status == PhaseStatus.DONE and len(bios.changes) == 1
+        for lab_node in lab.hall.nodes:
+            assert _firmware_flashes(lab_node) == {"bmc": 1, "bios": 1, "hgx": 1}
+
+
+@contextmanager
+def own_redis(var_dir):
+    """A Redis of this test's own, so flushing it touches no other test."""
+    url = ensure_embedded_redis(var_dir)
+    previous = app.conf.broker_url
+    _use_broker(url.replace("unix://", "redis+socket://"))
+    try:
+        yield url
+    finally:
+        _use_broker(previous)
+        stop_embedded_redis(var_dir)
+
+
+def _use_broker(url: str) -> None:
+    # New pools for the new broker; the old ones are left open for whoever still holds them.
+    app.conf.broker_url = url
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_flushed_redis_loses_no_run(tmp_path, settings):
+    with own_redis(tmp_path / "redis") as url:
+        settings.REDIS_URL = url
+        config = LabRunConfig(
+            nodes=2,
+            faults="none",
+            speed=150,
+            soak_hours=0.25,
+            timeout_s=300,
+            extra_env={"CELERY_BROKER_URL": url.replace("unix://", "redis+socket://")},
+        )
+        with LabRun(config, log_dir=tmp_path) as lab:
+            runs = lab.start_pass()
+            run = next(iter(runs.values()))
+            _wait_for(
+                lambda: PhaseRecord.objects.filter(
+                    run=run, phase="hgx_firmware", stage="updating"
+                ).exists(),
+                "the HGX update to be under way",
+                run,
+            )
+            # The worker goes (its pending messages back to Redis), then Redis loses them all.
+            processes.stop(lab.workers.pop())
+            client = redis.Redis.from_url(url)
+            client.flushall()
+            assert client.dbsize() == 0
+            step_before = type(run).objects.get(pk=run.pk).step
+            lab.add_worker(name="after-flush")
+            assert lab.wait(runs)
+            run.refresh_from_db()
+            assert run.step > step_before
+            for each in runs.values():
+                each.refresh_from_db()
+                assert each.status == "succeeded", each.last_error
+            for lab_node in lab.hall.nodes:
+                assert _firmware_flashes(lab_node) == {"bmc": 1, "bios": 1, "hgx": 1}
