@@ -147,6 +147,10 @@
       const fresh = tpl.content.firstElementChild;
       if (!fresh) continue;
       if (old) {
+        const oldClass = old.className.replace(/ (selected|flash)\b/g, "");
+        if (old.innerHTML === fresh.innerHTML && old.title === fresh.title && oldClass === fresh.className) {
+          continue; // the same slot: leave it (and its open panel) alone
+        }
         if (old.dataset.state !== fresh.dataset.state) fresh.classList.add("flash");
         if (old.classList.contains("selected")) fresh.classList.add("selected");
         old.replaceWith(fresh);

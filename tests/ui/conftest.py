@@ -171,7 +171,7 @@ class DirectDriver:
 
     name = "direct"
 
-    def __init__(self, db_thread):
+    def __init__(self, db_thread, settings=None):
         self.db = db_thread
 
     def move(self, node_id: int, to_state: str) -> None:
@@ -189,10 +189,14 @@ class CeleryDriver(DirectDriver):
 
     name = "celery"
 
-    def __init__(self, db_thread):
+    def __init__(self, db_thread, settings):
         from tests.support.processes import start_celery_worker
 
         super().__init__(db_thread)
+        # A queue of our own: another test run's worker on the same broker must not take our
+        # tasks (and run them against its own database).
+        self.queue = f"ui-{os.getpid()}-{time.monotonic_ns()}"
+        settings.CELERY_TASK_DEFAULT_QUEUE = self.queue
         env = child_env()
         env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         self.worker = db_thread(start_celery_worker, concurrency=2, env=env)
@@ -207,7 +211,7 @@ class CeleryDriver(DirectDriver):
             node = Node.objects.get(pk=node_id)
             start = path.index(node.state) + 1 if node.state in path else 0
             for state in path[start:]:
-                transition_node.delay(node_id, state, "", "celery driver")
+                transition_node.apply_async((node_id, state, "", "celery driver"), queue=self.queue)
                 deadline = time.monotonic() + 30
                 # A bounded wait on a real condition: the worker's UPDATE becoming visible.
                 while not Node.objects.filter(pk=node_id, state=state).exists():
@@ -222,10 +226,10 @@ class CeleryDriver(DirectDriver):
 
 
 @pytest.fixture
-def driver(request, db_thread):
+def driver(request, db_thread, settings):
     """The one thing that moves nodes; `lab` (the pipeline driving a lab rack) slots in here."""
     kind = getattr(request, "param", os.environ.get("GREENLIGHT_UI_DRIVER", "direct"))
-    drv = {"direct": DirectDriver, "celery": CeleryDriver}[kind](db_thread)
+    drv = {"direct": DirectDriver, "celery": CeleryDriver}[kind](db_thread, settings)
     try:
         yield drv
     finally:

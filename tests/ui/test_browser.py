@@ -108,6 +108,7 @@ def test_an_approval_in_one_browser_shows_in_another_and_in_the_database(
     page.fill("#id_password", "pw-bob")
     page.click("button[type=submit]")
     expect(page.locator(f"#node-panel-{waiting.pk}")).to_be_visible()
+    page.wait_for_function("window.greenlight.syncs >= 1")  # caught up with the live feed
 
     page.click("#approve-btn")
     page.fill(f"#approve-reason-{waiting.pk}", "all gates green, cabling checked")
