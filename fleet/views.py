@@ -206,6 +206,17 @@ def audit(request: HttpRequest, pk: int) -> HttpResponse:
         return _back(node)
     from provisioning.audit import audit_node
 
-    audit_node(node)
-    messages.success(request, f"{node.serial}: drift audit done; see the event log.")
+    try:
+        report = audit_node(node, actor=request.user)
+    except Exception as exc:  # noqa: BLE001 - an unreachable BMC is a message, not a 500
+        messages.error(request, f"{node.serial}: drift audit failed: {exc}")
+        return _back(node)
+    summary = report.as_dict()
+    drifted = ", ".join(str(c.get("component") or c.get("phase", "?")) for c in report.drifted)
+    messages.success(
+        request,
+        f"{node.serial}: {summary['matched']} matched, {summary['drifted']} drifted"
+        + (f" ({drifted})" if drifted else "")
+        + f" against {summary['manifest']}.",
+    )
     return _back(node)

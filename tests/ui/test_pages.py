@@ -170,3 +170,25 @@ def test_audit_button_is_disabled_until_the_audit_exists(client, bob, scene, rac
         assert 'action="/nodes/' in html and "audit-btn" in html
     else:
         assert "audit-btn" in html and "not available in this build yet" in html
+
+
+def test_the_audit_button_runs_the_audit_and_reports_drift(client, bob, dora, scene, monkeypatch):
+    from provisioning import audit
+
+    class Report:
+        drifted = [{"component": "BIOS", "matched": False}]
+
+        def as_dict(self):
+            return {"matched": 5, "drifted": 1, "manifest": "hgx-h100-8gpu 1.0.0"}
+
+    calls = []
+    monkeypatch.setattr(
+        audit, "audit_node", lambda node, actor=None: calls.append(actor) or Report()
+    )
+    node = scene[0]
+    login(client, dora)
+    assert client.post(reverse("fleet:node-audit", args=[node.pk])).status_code == 403
+    login(client, bob)
+    response = client.post(reverse("fleet:node-audit", args=[node.pk]), follow=True)
+    assert b"5 matched, 1 drifted (BIOS) against hgx-h100-8gpu 1.0.0" in response.content
+    assert calls == [bob]
