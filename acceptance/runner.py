@@ -151,7 +151,7 @@ def outcome_of(gate: str, verdict: GateVerdict) -> Outcome:
     if verdict.verdict == Verdict.FAIL:
         parts = ", ".join(dict.fromkeys(f.part for f in verdict.findings)) or "node"
         first = verdict.findings[0].message if verdict.findings else "failed"
-        return Failure(f"{gate}: {first}", component=parts, permanent=True)
+        return Failure(f"{gate}: {first}", component=parts, permanent=True, quarantine=True)
     return Failure(f"{gate}: cannot judge: {verdict.error}", component="node")
 
 

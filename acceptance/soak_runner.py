@@ -93,7 +93,9 @@ class SoakGate(Phase):
         if verdict.verdict == Verdict.FAIL:
             parts = ", ".join(dict.fromkeys(f.part for f in verdict.findings)) or "node"
             first = verdict.findings[0].message if verdict.findings else "failed"
-            return Failure(f"burn_in stopped early: {first}", component=parts, permanent=True)
+            return Failure(
+                f"burn_in stopped early: {first}", component=parts, permanent=True, quarantine=True
+            )
         if end_s >= total_s:
             if verdict.verdict == Verdict.PASS:
                 return Done(compared={"verdict": "pass", "soaked_s": end_s})

@@ -169,6 +169,8 @@ class LabHardware(Hardware):
             and faults.param("erase_ineffective") in ("", drive["serial"])
         ):
             self.state.drive_data[drive["serial"]] = f"erased:{secrets.token_hex(8)}"
+            if drive.get("index") == "0":
+                self.state.os_image_sha256 = ""  # the boot drive held the OS
         self.state.erase_count += 1
         tool = "sedutil-cli" if method == "opal_psid_revert" else "nvme"
         return {"tool": tool, "exit_code": 0, "output": f"{method}: success"}

@@ -248,7 +248,9 @@ def phase_failure(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Fai
     Run.objects.filter(pk=run.pk).update(failure_used=F("failure_used") + 1)
     run.refresh_from_db(fields=["failure_used", "failure_budget"])
     if outcome.permanent or run.failure_used > run.failure_budget:
-        fail_run(run, record, outcome.reason, component=outcome.component)
+        fail_run(
+            run, record, outcome.reason, component=outcome.component, quarantine=outcome.quarantine
+        )
         return False
     record.status = PhaseStatus.FAILED
     record.error = outcome.reason
@@ -285,7 +287,9 @@ def needs_person(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Need
     wait(run, record, ctx, f"waiting for a person: {outcome.reason}", outcome.recheck_seconds)
 
 
-def fail_run(run: Run, record: PhaseRecord, reason: str, *, component: str = "") -> None:
+def fail_run(
+    run: Run, record: PhaseRecord, reason: str, *, component: str = "", quarantine: bool = False
+) -> None:
     """End the run as failed and move the node to where a person will see it."""
     now = timezone.now()
     with transaction.atomic():
@@ -306,7 +310,7 @@ def fail_run(run: Run, record: PhaseRecord, reason: str, *, component: str = "")
             message=f"{record.phase} failed: {reason}",
             data={"run": run.pk, "phase": record.phase, "component": component},
         )
-        target = NodeState.QUARANTINED if _is_hardware_verdict(record) else NodeState.FAILED
+        target = NodeState.QUARANTINED if quarantine else NodeState.FAILED
         _move_node(
             run,
             target,
@@ -327,12 +331,6 @@ def finish_run(run: Run) -> None:
     from .completion import complete_run
 
     complete_run(run)
-
-
-def _is_hardware_verdict(record: PhaseRecord) -> bool:
-    # A gate that failed found a fault in the hardware itself: that node must not be retried
-    # into service; quarantine it. A provisioning phase that failed leaves the node "failed".
-    return record.phase.startswith("gate:")
 
 
 def _reached_through(phase: str) -> str:

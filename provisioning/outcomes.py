@@ -52,6 +52,9 @@ class Failure:
     component: str = ""
     # A fault retrying cannot fix (wrong hardware, refused credentials): fail the run at once.
     permanent: bool = False
+    # The node itself is unfit (a gate found a fault, a drive kept its data): quarantine it
+    # rather than mark it failed, so it cannot drift back into service.
+    quarantine: bool = False
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .phases import PHASE_NAMES
+from .choices import RunKind
+from .phases import PHASE_NAMES, WIPE_PRELUDE
 
 if TYPE_CHECKING:
     from fleet.models import Manifest
@@ -23,6 +24,7 @@ def gate_names(manifest: Manifest) -> list[str]:
     return [g["gate"] for g in profile.spec.get("gates", [])]
 
 
-def plan(manifest: Manifest) -> list[str]:
-    """Every phase record a run of this manifest gets, in order."""
-    return list(PHASE_NAMES) + [f"gate:{name}" for name in gate_names(manifest)]
+def plan(manifest: Manifest, kind: str = RunKind.PROVISION) -> list[str]:
+    """Every phase record a run of this kind and manifest gets, in order."""
+    prelude = [p.name for p in WIPE_PRELUDE] if kind == RunKind.WIPE else []
+    return prelude + list(PHASE_NAMES) + [f"gate:{name}" for name in gate_names(manifest)]

@@ -43,5 +43,11 @@ PHASES: tuple[PhaseInfo, ...] = (
     PhaseInfo("wait_for_host_os", "Wait for the host OS", Band.IN, False, 1800),
 )
 
+# A tenant-release (wipe) run first drains the node from the tenant's scheduler; then it runs
+# every phase above (secure_erase always erases in a wipe run) and the gates.
+WIPE_PRELUDE: tuple[PhaseInfo, ...] = (
+    PhaseInfo("drain", "Cordon and drain from the scheduler", Band.OOB, False, 7200),
+)
+
 PHASE_NAMES: tuple[str, ...] = tuple(p.name for p in PHASES)
-PHASES_BY_NAME: dict[str, PhaseInfo] = {p.name: p for p in PHASES}
+PHASES_BY_NAME: dict[str, PhaseInfo] = {p.name: p for p in PHASES + WIPE_PRELUDE}

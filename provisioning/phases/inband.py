@@ -203,6 +203,13 @@ class SecureErase(Phase):
         ctx.record.compared = {**ctx.record.compared, "drives": drives}
         ctx.record.save(update_fields=["compared"])
         failed = [d for d in drives if d.get("result") != "passed"]
+        if ctx.run.kind == RunKind.WIPE:
+            from ..wipes import erase_finished
+
+            # The certificate is written whatever the outcome: a failed drive is on it too.
+            erase_finished(
+                ctx.run, drives, passed=not failed and command.status == CommandStatus.DONE
+            )
         if command.status == CommandStatus.FAILED or failed:
             first = (
                 failed[0] if failed else {"serial": "drive", "verification": command.output[-200:]}
@@ -211,6 +218,8 @@ class SecureErase(Phase):
                 f"drive {first.get('serial')}: erase failed: {first.get('verification')}",
                 component=f"NVMe {first.get('serial')}",
                 permanent=True,
+                # Data may still be on the drive: the node must never return to the pool.
+                quarantine=ctx.run.kind == RunKind.WIPE,
             )
         Node.objects.filter(pk=ctx.node.pk).update(last_erased_at=timezone.now())
         changes = [

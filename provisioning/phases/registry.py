@@ -36,6 +36,10 @@ def phase_for(name: str) -> Phase:
         from acceptance.runner import gate_phase
 
         return gate_phase(name.removeprefix("gate:"))
+    if name == "drain":
+        from .drain import Drain
+
+        return Drain()
     return _IMPLEMENTATIONS[name]
 
 
