@@ -5,6 +5,7 @@ from __future__ import annotations
 SITE_TECH = "site tech"
 FLEET_ADMIN = "fleet admin"
 DCIM_READER = "DCIM reader"
+TENANT_PLATFORM = "tenant platform"
 
 _READ = [
     "fleet.view_site",
@@ -56,6 +57,13 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
     ],
     # Reads inventory, state and verdicts through the API; writes nothing.
     DCIM_READER: _READ,
+    # The tenant platform's API token: files tenant-release wipes and reads their certificates.
+    # Nothing else: it sees no node list, so one tenant cannot browse another's machines.
+    TENANT_PLATFORM: [
+        "provisioning.add_wiperequest",
+        "provisioning.view_wiperequest",
+        "provisioning.view_wipecertificate",
+    ],
 }
 
 
