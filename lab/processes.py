@@ -85,7 +85,11 @@ def start_worker(
         cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
-    wait_for_worker(proc, node_name.split("@")[0])
+    try:
+        wait_for_worker(proc, node_name.split("@")[0])
+    except BaseException:
+        stop(proc)  # never leave a worker behind that nobody will stop
+        raise
     return proc
 
 

@@ -301,6 +301,7 @@ def fail_run(
             status=RunStatus.FAILED,
             finished_at=now,
             last_error=f"{record.phase}: {reason}",
+            wait_reason="",
             next_look_at=None,
         )
         record_event(

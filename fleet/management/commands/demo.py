@@ -34,6 +34,8 @@ from greenlight.embedded_redis import stop_embedded_redis
 ROOT = Path(settings.BASE_DIR)
 ADMIN_USERNAME = "admin"
 LAB_NODES = 8
+# The sample manifest's firmware and OS image URLs point at the lab's artifact server here.
+ARTIFACT_PORT = 8099
 # Lab seconds per real second, for the lab and Greenlight alike (a 78-minute run in about 80 s).
 DEMO_TIME_SCALE = 60.0
 
@@ -144,6 +146,7 @@ class Command(BaseCommand):
 
     def _start_all(self, port: int, no_lab: bool) -> None:
         py = sys.executable
+        self.url = f"http://127.0.0.1:{port}"
         self._spawn(
             "worker",
             [py, "-m", "celery", "-A", "greenlight", "worker", "-P", "threads", "-c", "16",
@@ -200,7 +203,8 @@ class Command(BaseCommand):
         lab = self._spawn(
             "lab",
             [sys.executable, "manage.py", "lab", "serve", "--nodes", str(LAB_NODES),
-             "--speed", str(self.speed), "--inventory", str(inventory)],
+             "--speed", str(self.speed), "--inventory", str(inventory),
+             "--greenlight", self.url, "--artifact-port", str(ARTIFACT_PORT)],
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while not inventory.exists() or not inventory.stat().st_size:
@@ -215,6 +219,8 @@ class Command(BaseCommand):
         )
         for problem in problems:
             self.say(f"  {problem}")
+        started = start_demo_runs()
+        self.say(f"Provisioning: {started} run(s) started; watch the rack go green")
 
     def _print_banner(self, port: int, password: str | None) -> None:
         url = f"http://127.0.0.1:{port}/"
@@ -286,6 +292,22 @@ def _stop_group(proc: subprocess.Popen, timeout: float = 15.0) -> None:
 def _shown(path: Path) -> str:
     """A path relative to the checkout when it is inside it, else absolute."""
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def start_demo_runs() -> int:
+    """Start a provisioning run on every demo node that can take one, as a site tech would."""
+    from fleet.lifecycle import RUN_STARTABLE_STATES
+    from provisioning.runs import RunError, start_run
+
+    started = 0
+    for node in Node.objects.filter(rack__site__name=DEMO_SITE, rack__name=DEMO_RACK):
+        if node.state in RUN_STARTABLE_STATES:
+            try:
+                start_run(node)
+                started += 1
+            except RunError:
+                pass  # already running, say after a quick restart of the demo
+    return started
 
 
 def enroll_lab_inventory(path: Path) -> tuple[int, list[str]]:

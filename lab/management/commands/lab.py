@@ -51,6 +51,16 @@ class Command(BaseCommand):
             help="where to write the inventory JSON (BMC URLs, credentials, fingerprints)",
         )
         serve.add_argument(
+            "--greenlight",
+            help="Greenlight's URL: with it, each node also runs the agent, which checks in there",
+        )
+        serve.add_argument(
+            "--artifact-port",
+            type=int,
+            default=0,
+            help="port of the lab's firmware and OS image server on 127.0.0.1 (0: any)",
+        )
+        serve.add_argument(
             "--fault",
             action="append",
             default=[],
@@ -124,7 +134,18 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        with hall:
+        if options["greenlight"]:
+            from lab.site import LabSite
+
+            context = LabSite(hall, options["greenlight"], artifact_port=options["artifact_port"])
+        else:
+            context = hall
+        with context:
+            if options["greenlight"]:
+                self.stdout.write(
+                    f"agents check in with {options['greenlight']}; "
+                    f"artifacts at {context.artifact_url}/artifacts/"
+                )
             path = hall.write_inventory(options["inventory"])
             for bmc in hall.bmcs:
                 # The URL and fingerprint only: passwords stay in the inventory file (mode 0600).
