@@ -12,12 +12,13 @@ from fleet.models import Rack
 
 from .. import clock
 from ..agent_link import EPHEMERAL, HOST_OS, is_alive
-from ..artifacts import ArtifactMismatch, verify_artifact
+from ..artifacts import ArtifactMismatch, fetch_verified, verify_artifact
 from ..choices import ACTIVE_RUN_STATUSES
 from ..inventory import firmware_by_kind, record_oob
 from ..models import PhaseRecord
 from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
 from ..redfish import PowerAction, PowerState, TaskState
+from ..redfish.errors import ActionNotSupported
 from .base import Drift, Phase, PhaseContext
 from .common import awaiting_boot, reboot_into
 
@@ -191,7 +192,14 @@ class OobFirmware(Phase):
             verify_artifact(target["url"], target["sha256"])
         except ArtifactMismatch as exc:
             return Failure(str(exc), component=self.kind, permanent=True)
-        staged = ctx.bmc().update_firmware(image_uri=target["url"], targets=[items[0].odata_id])
+        try:
+            staged = ctx.bmc().update_firmware(image_uri=target["url"], targets=[items[0].odata_id])
+        except ActionNotSupported:
+            # Supermicro-style BMCs take no ImageURI, only a multipart push of the image.
+            image = fetch_verified(target["url"], target["sha256"])
+            staged = ctx.bmc().update_firmware(
+                image=image, filename=target["url"].rsplit("/", 1)[-1], targets=[items[0].odata_id]
+            )
         ctx.set_stage(
             "updating",
             bmc_task=staged.task_monitor or "",
