@@ -16,6 +16,14 @@ from provisioning.models import PhaseRecord
 from provisioning.phases import PHASE_NAMES
 
 FIRMWARE_PHASES = [p for p in PHASE_NAMES if p.endswith("_firmware")]
+# The layer that must catch each hardware fault: the cheapest that explains it.
+CAUGHT_BY = {
+    "gpu_xid79": "gate:burn_in",  # marginal: passes DCGM, fails only under sustained load
+    "nic_slow": "gate:fabric",
+    "nvswitch_topology": "gate:nvbandwidth",
+    "firmware_update_fails": "nvme_firmware",
+    "bmc_unreachable": "preflight",
+}
 
 
 def _named(node: dict) -> bool:
@@ -59,6 +67,8 @@ def test_standard_fault_mix_then_an_idempotent_second_pass(tmp_path):
     for node in faulty:
         assert node["final_state"] in ("failed", "quarantined"), node
         assert _named(node), node
+        (fault,) = [f["name"] for f in node["injected_faults"] if f["kind"] == "hardware"]
+        assert node["reason"].startswith(CAUGHT_BY[fault] + ":"), node
 
     for node in second["nodes"]:
         if node["hardware_fault"]:
