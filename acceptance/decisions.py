@@ -18,6 +18,7 @@ from fleet.events import record
 from fleet.lifecycle import TransitionConflict, TransitionNotAllowed, transition
 from fleet.models import Node, Rack
 from provisioning.models import Run
+from provisioning.wipes import returned_to_service
 
 from .choices import DecisionKind, Verdict
 from .models import Decision, GateResult
@@ -142,7 +143,7 @@ def approve(
         _require(actor, OVERRIDE_PERM, "approve a node whose gates did not all pass")
         if not reason:
             raise DecisionRefused("an override needs a written reason")
-    return _decide(
+    decision = _decide(
         node,
         actor,
         DecisionKind.APPROVE,
@@ -152,6 +153,9 @@ def approve(
         run,
         override=bool(problems),
     )
+    # A node back from a tenant-release wipe: its certificate names who let it into the pool.
+    returned_to_service(node, actor.get_username())
+    return decision
 
 
 def quarantine(node: Node, actor: AbstractBaseUser, reason: str) -> Decision:

@@ -6,5 +6,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("agent/v1/", include("provisioning.agent_api.urls")),
     path("", include("greenlight.api.urls")),
+    path("", include("provisioning.urls")),
     path("", include("fleet.urls")),
 ]

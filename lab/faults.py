@@ -63,6 +63,26 @@ CATALOG: dict[str, FaultSpec] = {
         ),
         FaultSpec("nic_slow", "hardware", "nic", "a NIC runs below line rate", "ratio", "0.6"),
         FaultSpec("nvswitch_topology", "hardware", "nvswitch", "NVSwitch topology mismatch"),
+        FaultSpec(
+            "erase_refused",
+            "hardware",
+            "nvme",
+            "the erase tool exits non-zero on a drive (every drive when no serial is given)",
+            "serial",
+        ),
+        FaultSpec(
+            "erase_ineffective",
+            "hardware",
+            "nvme",
+            "the erase tool says success but the drive's blocks read back unchanged",
+            "serial",
+        ),
+        FaultSpec(
+            "erase_unsupported",
+            "hardware",
+            "nvme",
+            "the drives advertise no sanitize crypto erase (format crypto erase remains)",
+        ),
         FaultSpec("agent_vanishes", "transient", "agent", "the agent stops checking in once"),
         FaultSpec("download_blip", "transient", "network", "a download drops mid-way once"),
     )

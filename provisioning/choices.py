@@ -74,3 +74,29 @@ class WipeStatus(models.TextChoices):
 class CertificateResult(models.TextChoices):
     PASSED = "passed", "Passed"
     FAILED = "failed", "Failed"
+
+
+# NIST SP 800-88 Rev. 1 names what a certificate proves; the technique is what the drive did.
+ERASE_STANDARD = "NIST SP 800-88 Rev. 1"
+ERASE_PURPOSE = "Purge by cryptographic erase"
+
+
+class EraseTechnique(models.TextChoices):
+    """How a drive was crypto-erased, as the agent reports it (chosen from what the drive supports)."""
+
+    NVME_SANITIZE_CRYPTO = "nvme_sanitize_crypto", "NVMe Sanitize, Crypto Erase action"
+    NVME_FORMAT_CRYPTO = "nvme_format_crypto", "NVMe Format, cryptographic erase (SES=2)"
+    OPAL_PSID_REVERT = "opal_psid_revert", "TCG Opal PSID revert"
+
+
+CERTIFICATE_RESULT_COLORS = {
+    CertificateResult.PASSED: "green",
+    CertificateResult.FAILED: "red",
+}
+
+WIPE_STATUS_COLORS = {
+    WipeStatus.REQUESTED: "gray",
+    WipeStatus.IN_PROGRESS: "blue",
+    WipeStatus.DONE: "green",
+    WipeStatus.FAILED: "red",
+}

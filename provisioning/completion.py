@@ -63,3 +63,6 @@ def _return_without_a_click(run: Run, node: Node) -> None:
             actor_label="policy",
             reason=f"profile {profile.version} returns re-validated nodes to service",
         )
+        from .wipes import returned_to_service
+
+        returned_to_service(node, f"policy: profile {profile.version} auto_return_to_service")

@@ -10,7 +10,9 @@ from fleet.models import Manifest, Node
 
 from .choices import (
     ACTIVE_RUN_STATUSES,
+    CERTIFICATE_RESULT_COLORS,
     RUN_STATUS_COLORS,
+    WIPE_STATUS_COLORS,
     AgentEnvironment,
     CertificateResult,
     CommandStatus,
@@ -201,6 +203,9 @@ class WipeRequest(models.Model):
     def __str__(self) -> str:
         return f"wipe {self.tenant}/{self.allocation_ref}"
 
+    def get_status_color(self) -> str:
+        return WIPE_STATUS_COLORS[WipeStatus(self.status)]
+
 
 class WipeCertificate(models.Model):
     """Proof that a node's drives were purged (NIST SP 800-88). Immutable once written."""
@@ -236,3 +241,6 @@ class WipeCertificate(models.Model):
         if self.pk is not None:
             raise TypeError("wipe certificates are immutable")
         super().save(*args, **kwargs)
+
+    def get_result_color(self) -> str:
+        return CERTIFICATE_RESULT_COLORS[CertificateResult(self.result)]

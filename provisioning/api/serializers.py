@@ -1,14 +1,23 @@
-"""Serializers of the provisioning API (read-only: runs and wipes are driven by the engine)."""
+"""Serializers of the provisioning API: runs and certificates are read-only; wipes are filed."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from fleet.api.serializers import BriefManifestSerializer, BriefNodeSerializer
 from greenlight.api.fields import ChoiceField, DisplayField
 from greenlight.api.serializers import BriefSerializer, BriefUserSerializer
 
-from ..choices import CertificateResult, PhaseStatus, RunKind, RunStatus, WipeStatus
+from ..choices import (
+    ERASE_PURPOSE,
+    ERASE_STANDARD,
+    CertificateResult,
+    PhaseStatus,
+    RunKind,
+    RunStatus,
+    WipeStatus,
+)
 from ..models import PhaseRecord, Run, WipeCertificate, WipeRequest
 
 
@@ -95,6 +104,9 @@ class WipeCertificateSerializer(serializers.ModelSerializer):
     node = BriefNodeSerializer(read_only=True)
     run = BriefRunSerializer(read_only=True, allow_null=True)
     result = ChoiceField(choices=CertificateResult.choices, read_only=True)
+    standard = serializers.SerializerMethodField()
+    tenant = serializers.CharField(source="wipe_request.tenant", read_only=True)
+    allocation_ref = serializers.CharField(source="wipe_request.allocation_ref", read_only=True)
 
     class Meta:
         model = WipeCertificate
@@ -103,8 +115,11 @@ class WipeCertificateSerializer(serializers.ModelSerializer):
             "url",
             "wipe_request",
             "node",
+            "tenant",
+            "allocation_ref",
             "run",
             "result",
+            "standard",
             "drives",
             "requested_by",
             "approved_by",
@@ -113,6 +128,9 @@ class WipeCertificateSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = fields
+
+    def get_standard(self, obj: WipeCertificate) -> str:
+        return f"{ERASE_STANDARD}: {ERASE_PURPOSE}"
 
 
 class WipeRequestSerializer(serializers.ModelSerializer):
@@ -140,3 +158,34 @@ class WipeRequestSerializer(serializers.ModelSerializer):
             "certificates",
         ]
         read_only_fields = fields
+
+
+@extend_schema_field(
+    {"oneOf": [{"type": "integer"}, {"type": "string"}], "description": "node id or serial"}
+)
+class NodeRefField(serializers.Field):
+    """A node named by its id (a JSON number, or {"id": n}) or by its serial (a string)."""
+
+    def to_internal_value(self, data):
+        from fleet.models import Node
+
+        if isinstance(data, dict):
+            data = data.get("id", data.get("serial"))
+        if isinstance(data, bool) or not isinstance(data, int | str) or data == "":
+            raise serializers.ValidationError("Expected a node id (number) or serial (string).")
+        lookup = {"pk": data} if isinstance(data, int) else {"serial": data.strip()}
+        node = Node.objects.filter(**lookup).first()
+        if node is None:
+            raise serializers.ValidationError(f"No node {data}.")
+        return node
+
+    def to_representation(self, value):
+        return value.pk
+
+
+class WipeRequestCreateSerializer(serializers.Serializer):
+    """What a tenant release names: the tenant, its allocation, and the nodes it gives back."""
+
+    tenant = serializers.CharField(max_length=100)
+    allocation_ref = serializers.CharField(max_length=100)
+    nodes = serializers.ListField(child=NodeRefField(), allow_empty=False, max_length=10000)

@@ -1,11 +1,14 @@
-"""API views of the provisioning app: runs and wipes, read-only (the engine writes them)."""
+"""API views of the provisioning app: runs and certificates read-only; wipe requests filed here."""
 
 from __future__ import annotations
 
-from rest_framework import viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.response import Response
 
 from .. import filtersets
 from ..models import Run, WipeCertificate, WipeRequest
+from ..wipes import WipeRefused, file_wipe
 from . import serializers as s
 
 
@@ -21,7 +24,9 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     ordering = "-id"
 
 
-class WipeRequestViewSet(viewsets.ReadOnlyModelViewSet):
+class WipeRequestViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Tenant releases. POST files one (201), or answers 200 with the same request filed before."""
+
     queryset = WipeRequest.objects.select_related("requested_by").prefetch_related(
         "nodes", "certificates"
     )
@@ -29,6 +34,28 @@ class WipeRequestViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = filtersets.WipeRequestFilterSet
     ordering_fields = ["id", "created_at"]
     ordering = "-id"
+
+    @extend_schema(
+        request=s.WipeRequestCreateSerializer,
+        responses={201: s.WipeRequestSerializer, 200: s.WipeRequestSerializer},
+    )
+    def create(self, request, *args, **kwargs):
+        form = s.WipeRequestCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            wipe, created = file_wipe(
+                form.validated_data["nodes"],
+                form.validated_data["tenant"],
+                form.validated_data["allocation_ref"],
+                request.user,
+            )
+        except WipeRefused as exc:
+            return Response(
+                {"detail": str(exc), "reasons": exc.reasons}, status=status.HTTP_409_CONFLICT
+            )
+        wipe = self.get_queryset().get(pk=wipe.pk)
+        body = s.WipeRequestSerializer(wipe, context=self.get_serializer_context()).data
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class WipeCertificateViewSet(viewsets.ReadOnlyModelViewSet):

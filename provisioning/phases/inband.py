@@ -11,7 +11,7 @@ from fleet.models import Node
 
 from .. import agent_link
 from ..agent_link import EPHEMERAL, HOST_OS, is_alive, live_session
-from ..choices import CommandStatus, RunKind
+from ..choices import CertificateResult, CommandStatus, RunKind
 from ..inventory import record_inband
 from ..models import AgentCommand
 from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
@@ -207,9 +207,14 @@ class SecureErase(Phase):
             from ..wipes import erase_finished
 
             # The certificate is written whatever the outcome: a failed drive is on it too.
-            erase_finished(
+            certificate = erase_finished(
                 ctx.run, drives, passed=not failed and command.status == CommandStatus.DONE
             )
+            # It may fail what the agent passed: an inventoried drive it never reported.
+            if certificate.result != CertificateResult.PASSED and not failed:
+                failed = [d for d in certificate.drives if d["result"] != "passed"] or [
+                    {"serial": "drive", "verification": "no drive was erased"}
+                ]
         if command.status == CommandStatus.FAILED or failed:
             first = (
                 failed[0] if failed else {"serial": "drive", "verification": command.output[-200:]}

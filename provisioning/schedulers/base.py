@@ -59,7 +59,9 @@ def run_tool(args: list[str], *, timeout: float = COMMAND_TIMEOUT_S) -> str:
     except FileNotFoundError:
         raise SchedulerUnavailable(f"{args[0]} is not installed on this worker") from None
     except subprocess.TimeoutExpired:
-        raise SchedulerUnavailable(f"{args[0]} {args[1]} took longer than {timeout:.0f} s") from None
+        raise SchedulerUnavailable(
+            f"{args[0]} {args[1]} took longer than {timeout:.0f} s"
+        ) from None
     if done.returncode != 0:
         words = (done.stderr or done.stdout).strip().splitlines()
         raise SchedulerError(

@@ -1,0 +1,388 @@
+"""Tenant release: filing a wipe request, and the certificate each wiped node ends with.
+
+A wipe request moves each node from in service to releasing and starts a wipe run on it; the run
+drains the node (phases/drain.py), erases every drive (phases/inband.SecureErase, which calls
+`erase_finished` here), reimages and re-validates it. The certificate is written once, passed or
+failed; only who approved the node back into service is filled in afterwards, once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from fleet.choices import ComponentKind, EventKind, NodeState
+from fleet.events import record as record_event
+from fleet.lifecycle import TransitionError, transition
+from fleet.models import Component, Node
+
+from .choices import (
+    ERASE_PURPOSE,
+    ERASE_STANDARD,
+    CertificateResult,
+    EraseTechnique,
+    RunKind,
+    WipeStatus,
+)
+from .models import Run, WipeCertificate, WipeRequest
+from .runs import RunError, start_run
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+logger = logging.getLogger(__name__)
+
+REQUEST_PERM = "provisioning.add_wiperequest"
+PASSED = CertificateResult.PASSED
+FAILED = CertificateResult.FAILED
+
+
+class WipeRefused(Exception):
+    """The wipe cannot be filed; `reasons` says why, one line per node or problem."""
+
+    def __init__(self, reasons: list[str]):
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
+
+
+class WipeError(Exception):
+    """A wipe run that no wipe request accounts for."""
+
+
+# -- filing ------------------------------------------------------------------------------------
+
+
+def request_wipe(
+    nodes: Iterable[Node], tenant: str, allocation_ref: str, actor: AbstractBaseUser
+) -> WipeRequest:
+    """Release `nodes` of a tenant's allocation: drain, erase, reimage, re-validate each."""
+    return file_wipe(nodes, tenant, allocation_ref, actor)[0]
+
+
+def file_wipe(
+    nodes: Iterable[Node], tenant: str, allocation_ref: str, actor: AbstractBaseUser
+) -> tuple[WipeRequest, bool]:
+    """`request_wipe`, also saying whether the request is new (False: the same one again)."""
+    if actor is None or not actor.is_authenticated or not actor.has_perm(REQUEST_PERM):
+        raise PermissionDenied("you are not allowed to request tenant-release wipes")
+    tenant, allocation_ref = tenant.strip(), allocation_ref.strip()
+    node_ids = {n.pk for n in nodes}
+    missing = [
+        text
+        for text, absent in (
+            ("a wipe needs the tenant", not tenant),
+            ("a wipe needs the allocation reference", not allocation_ref),
+            ("a wipe needs at least one node", not node_ids),
+        )
+        if absent
+    ]
+    if missing:
+        raise WipeRefused(missing)
+    existing = WipeRequest.objects.filter(tenant=tenant, allocation_ref=allocation_ref).first()
+    if existing is not None:
+        return _same_request(existing, node_ids), False
+    fresh = list(Node.objects.filter(pk__in=node_ids).order_by("serial"))
+    refusals = [reason for node in fresh for reason in refusals_for(node, tenant, allocation_ref)]
+    if refusals:
+        raise WipeRefused(refusals)
+    try:
+        with transaction.atomic():
+            wipe = WipeRequest.objects.create(
+                tenant=tenant,
+                allocation_ref=allocation_ref,
+                status=WipeStatus.IN_PROGRESS,
+                requested_by=actor,
+            )
+            wipe.nodes.set(fresh)
+            for node in fresh:
+                _release(wipe, node, actor)
+    except IntegrityError:
+        # The unique (tenant, allocation_ref) constraint: the same request, sent twice at once
+        # (an API client retrying), committed first. The same nodes make it the same wipe.
+        existing = WipeRequest.objects.filter(tenant=tenant, allocation_ref=allocation_ref).first()
+        if existing is None:
+            raise
+        return _same_request(existing, node_ids), False
+    except (TransitionError, RunError) as exc:
+        # Someone moved a node (or started a run on it) between the checks and the move.
+        raise WipeRefused([str(exc)]) from None
+    return wipe, True
+
+
+def refusals_for(node: Node, tenant: str, allocation_ref: str) -> list[str]:
+    """Why `node` cannot be released for this tenant's allocation; empty when it can."""
+    reasons = []
+    if node.tenant != tenant:
+        # Another tenant's name is not ours to tell.
+        owner = "another tenant" if node.tenant else "no tenant"
+        reasons.append(f"node {node.serial} is allocated to {owner}, not {tenant}")
+    elif node.allocation_ref and node.allocation_ref != allocation_ref:
+        reasons.append(f"node {node.serial} is not part of allocation {allocation_ref}")
+    if node.state != NodeState.IN_SERVICE:
+        reasons.append(f"node {node.serial} is {node.get_state_display()}, not in service")
+    return reasons
+
+
+def _same_request(existing: WipeRequest, node_ids: set[int]) -> WipeRequest:
+    """The existing request if it names exactly these nodes; a refusal otherwise."""
+    theirs = set(existing.nodes.values_list("pk", flat=True))
+    if theirs != node_ids:
+        raise WipeRefused(
+            [
+                f"allocation {existing.tenant}/{existing.allocation_ref} already has wipe "
+                f"request {existing.pk}, for other nodes"
+            ]
+        )
+    return existing
+
+
+def _release(wipe: WipeRequest, node: Node, actor: AbstractBaseUser) -> Run:
+    """Move one node to releasing and start its wipe run (the run drains it first)."""
+    transition(
+        node,
+        NodeState.RELEASING,
+        actor=actor,
+        from_state=NodeState.IN_SERVICE,
+        reason=f"released by tenant {wipe.tenant} (allocation {wipe.allocation_ref})",
+        data={"wipe_request": wipe.pk},
+    )
+    # The run is started by the system (a tenant platform token may start no other run); the
+    # requester is recorded on it and on the request.
+    run = start_run(node, kind=RunKind.WIPE, move_node=False)
+    Run.objects.filter(pk=run.pk).update(started_by=actor)
+    record_event(
+        node,
+        EventKind.WIPE,
+        actor=actor,
+        message=f"wipe requested for {wipe.tenant}/{wipe.allocation_ref}",
+        data={"wipe_request": wipe.pk, "run": run.pk},
+    )
+    return run
+
+
+# -- the erase and its certificate -------------------------------------------------------------
+
+
+def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> WipeCertificate:
+    """Write the node's wipe certificate; when every drive passed, send the node on to reimage.
+
+    `drives` are the agent's reports: {name, serial, model, method, tool, exit_code, result,
+    verification, started_at, finished_at}. A drive the node's inventory lists but the agent
+    did not report is on the certificate too, as failed. A failed certificate leaves the node in
+    wiping: the engine fails the run and quarantines it.
+    """
+    already = WipeCertificate.objects.filter(run=run).first()
+    if already is not None:
+        return already  # a repeated look at an erase that was already certified
+    node = Node.objects.get(pk=run.node_id)
+    wipe = (
+        WipeRequest.objects.filter(nodes=node)
+        .exclude(certificates__node=node)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if wipe is None:
+        raise WipeError(f"no open wipe request names node {node.serial}")
+    entries = certificate_drives(node, drives)
+    ok = passed and bool(entries) and all(e["result"] == PASSED for e in entries)
+    now = timezone.now()
+    starts = [t for t in (_instant(e.get("started_at")) for e in entries) if t]
+    ends = [t for t in (_instant(e.get("finished_at")) for e in entries) if t]
+    with transaction.atomic():
+        certificate = WipeCertificate.objects.create(
+            wipe_request=wipe,
+            node=node,
+            run=run,
+            result=PASSED if ok else FAILED,
+            drives=entries,
+            requested_by=wipe.requested_by.get_username() if wipe.requested_by else "",
+            started_at=min(starts, default=run.started_at or now),
+            finished_at=max(ends, default=now),
+        )
+        failed = [e["serial"] for e in entries if e["result"] != PASSED]
+        record_event(
+            node,
+            EventKind.WIPE,
+            actor_label="engine",
+            message=(
+                f"wipe certificate {certificate.pk}: {len(entries)} drive(s) erased and verified"
+                if ok
+                else f"wipe certificate {certificate.pk}: FAILED on {', '.join(failed) or 'no drive'}"
+            ),
+            data={
+                "certificate": certificate.pk,
+                "wipe_request": wipe.pk,
+                "result": certificate.result,
+            },
+        )
+        if ok:
+            # The tenant's data is gone: the node belongs to nobody until it is allocated again.
+            # A failed node keeps its tenant, since its data may still be on the drive.
+            Node.objects.filter(pk=node.pk).update(
+                last_erased_at=now, tenant="", allocation_ref="", allocated_at=None
+            )
+            transition(
+                node,
+                NodeState.PROVISIONING,
+                actor_label="engine",
+                from_state=NodeState.WIPING,
+                reason="every drive crypto-erased and verified; reimaging from the manifest",
+                data={"certificate": certificate.pk, "run": run.pk},
+            )
+        _settle(wipe)
+    return certificate
+
+
+def certificate_drives(node: Node, drives: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The certificate's drive lines: each reported drive, then any inventoried drive missed."""
+    entries = [drive_entry(d) for d in drives]
+    reported = {d.get("serial") for d in drives}
+    inventoried = Component.objects.filter(node=node, kind=ComponentKind.NVME).exclude(serial="")
+    for part in inventoried.order_by("slot"):
+        if part.serial not in reported:
+            entries.append(
+                drive_entry(
+                    {
+                        "name": part.slot,
+                        "serial": part.serial,
+                        "model": part.model,
+                        "result": FAILED,
+                        "verification": "not erased: the agent did not report this drive",
+                    }
+                )
+            )
+    return entries
+
+
+def drive_entry(report: dict[str, Any]) -> dict[str, Any]:
+    """One drive as the certificate states it (every key present, even when unknown)."""
+    technique = str(report.get("method") or "")
+    if technique in EraseTechnique.values:
+        method = f"{ERASE_STANDARD}: {ERASE_PURPOSE} ({EraseTechnique(technique).label})"
+    else:
+        method = f"{ERASE_STANDARD}: {ERASE_PURPOSE} ({technique})" if technique else ""
+    result = PASSED if report.get("result") == PASSED else FAILED
+    return {
+        "name": str(report.get("name") or ""),
+        "model": str(report.get("model") or ""),
+        "serial": str(report.get("serial") or ""),
+        "method": method,
+        "technique": technique,
+        "tool": str(report.get("tool") or ""),
+        "exit_code": report.get("exit_code"),
+        "result": str(result),
+        "verification": str(report.get("verification") or ""),
+        "started_at": report.get("started_at") or None,
+        "finished_at": report.get("finished_at") or None,
+    }
+
+
+def _instant(text: Any) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _settle(wipe: WipeRequest) -> None:
+    """A request is failed once any certificate failed, done once every node has a passed one."""
+    results = list(wipe.certificates.values_list("result", flat=True))
+    if FAILED in results:
+        status = WipeStatus.FAILED
+    elif len(results) == wipe.nodes.count():
+        status = WipeStatus.DONE
+    else:
+        return
+    WipeRequest.objects.filter(pk=wipe.pk).exclude(status=status).update(status=status)
+
+
+# -- back into service -------------------------------------------------------------------------
+
+
+def returned_to_service(node: Node, approved_by: str) -> WipeCertificate | None:
+    """Name who let a wiped node back into the pool on its certificate, and readmit it.
+
+    Called by the approval (acceptance.decisions.approve) and by the profile's automatic return
+    (provisioning.completion). Only the certificate of the node's latest run, passed and not
+    yet approved, is touched: `approved_by` is the one column filled after the certificate was
+    written, and a conditional UPDATE fills it once.
+    """
+    latest = Run.objects.filter(node=node).order_by("-created_at", "-pk").first()
+    if latest is None or latest.kind != RunKind.WIPE:
+        return None
+    filled = WipeCertificate.objects.filter(
+        node=node, run=latest, result=PASSED, approved_by=""
+    ).update(approved_by=approved_by[:150])
+    if not filled:
+        return None
+    certificate = WipeCertificate.objects.get(node=node, run=latest)
+    record_event(
+        node,
+        EventKind.WIPE,
+        actor_label=approved_by[:100],
+        message=f"wipe certificate {certificate.pk}: returned to service by {approved_by}",
+        data={"certificate": certificate.pk},
+    )
+    # The scheduler hears of the node only once its return to service is committed.
+    transaction.on_commit(lambda: readmit(node))
+    return certificate
+
+
+def readmit(node: Node) -> None:
+    """Uncordon the node in the tenant scheduler; a refusal is recorded, not raised."""
+    from . import schedulers
+
+    try:
+        scheduler = schedulers.configured()
+        scheduler.uncordon(node)
+    except schedulers.SchedulerError as exc:
+        logger.warning("node %s not uncordoned: %s", node.serial, exc)
+        record_event(
+            node,
+            EventKind.ATTENTION,
+            actor_label="engine",
+            message=f"uncordon the node in the scheduler by hand: {exc}",
+        )
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+
+def certificate_document(certificate: WipeCertificate) -> dict[str, Any]:
+    """The certificate as its JSON download and printable page state it."""
+    node = certificate.node
+    wipe = certificate.wipe_request
+    rack = node.rack
+    return {
+        "certificate": certificate.pk,
+        "standard": ERASE_STANDARD,
+        "purpose": ERASE_PURPOSE,
+        "result": certificate.result,
+        "node": {
+            "serial": node.serial,
+            "hostname": node.hostname,
+            "sku": node.sku.name,
+            "site": rack.site.name if rack else "",
+            "rack": rack.name if rack else "",
+            "position": node.position,
+        },
+        "tenant": wipe.tenant,
+        "allocation_ref": wipe.allocation_ref,
+        "wipe_request": wipe.pk,
+        "run": certificate.run_id,
+        "drives": certificate.drives,
+        "requested_by": certificate.requested_by,
+        "approved_by": certificate.approved_by,
+        "started_at": certificate.started_at.isoformat(),
+        "finished_at": certificate.finished_at.isoformat(),
+        "issued_at": certificate.created_at.isoformat(),
+    }
