@@ -38,10 +38,21 @@ class AcceptanceProfile(VersionedDocument):
 
 
 class GateResult(models.Model):
-    """One gate on one node in one run: raw output, metrics, thresholds, verdict and findings."""
+    """One gate on one node in one run: raw output, metrics, thresholds, verdict and findings.
+
+    A result without a run is a person's upload of a manual tool run: it informs, it never
+    counts toward approving the node.
+    """
 
     run = models.ForeignKey(
-        "provisioning.Run", on_delete=models.CASCADE, related_name="gate_results"
+        "provisioning.Run",
+        on_delete=models.CASCADE,
+        related_name="gate_results",
+        null=True,
+        blank=True,
+    )
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     node = models.ForeignKey("fleet.Node", on_delete=models.CASCADE, related_name="gate_results")
     gate = models.CharField(max_length=30, choices=GateName.choices)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from acceptance.choices import VERDICT_COLORS, VERDICT_ICONS, GateName, Verdict
 from acceptance.gates import GATES_BY_NAME
 from acceptance.models import GateResult, SoakSample
+from acceptance.parsers import PARSERS
 from provisioning.choices import PHASE_STATUS_COLORS, PhaseStatus
 from provisioning.models import PhaseRecord, Run
 from provisioning.phases import PHASES
@@ -178,15 +178,6 @@ def soak_charts(result: GateResult | None) -> list:
     ]
 
 
-def audit_available() -> bool:
-    """Whether the drift audit (provisioning.audit.audit_node) exists in this build."""
-    try:
-        module = importlib.import_module("provisioning.audit")
-    except ImportError:
-        return False
-    return callable(getattr(module, "audit_node", None))
-
-
 @dataclass
 class Panel:
     node: Node
@@ -196,7 +187,6 @@ class Panel:
     charts: list
     events: list[Event]
     gate_problems: list[str]
-    audit_available: bool
     last_audit: Event | None
 
     @property
@@ -206,6 +196,11 @@ class Panel:
     @property
     def quarantinable(self) -> bool:
         return is_allowed(self.node.state, NodeState.QUARANTINED)
+
+    @property
+    def upload_tools(self) -> list[str]:
+        """Tools whose manual output a person may upload (the gates' parsers)."""
+        return sorted(PARSERS)
 
 
 def node_panel(node: Node) -> Panel:
@@ -231,6 +226,5 @@ def node_panel(node: Node) -> Panel:
         charts=soak_charts(soak),
         events=events,
         gate_problems=gate_problems(run) if node.state == NodeState.AWAITING_APPROVAL else [],
-        audit_available=audit_available(),
         last_audit=next((e for e in events if e.kind == EventKind.AUDIT), None),
     )

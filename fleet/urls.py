@@ -16,4 +16,5 @@ urlpatterns = [
     path("nodes/<int:pk>/approve/", views.approve, name="node-approve"),
     path("nodes/<int:pk>/quarantine/", views.quarantine, name="node-quarantine"),
     path("nodes/<int:pk>/audit/", views.audit, name="node-audit"),
+    path("nodes/<int:pk>/upload/", views.upload, name="node-upload"),
 ]

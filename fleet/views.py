@@ -17,6 +17,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from acceptance import decisions
+from acceptance.parsers import PARSERS
+from acceptance.uploads import UploadRefused, upload_output
+from provisioning import audit as drift_audit
 
 from . import board, panel
 from .choices import NodeState
@@ -194,6 +197,35 @@ def approve_passed(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("fleet:rack", pk=rack.pk)
 
 
+class UploadForm(forms.Form):
+    tool = forms.ChoiceField(choices=[(t, t) for t in sorted(PARSERS)])
+    output = forms.CharField(required=False, widget=forms.Textarea, strip=False)
+    file = forms.FileField(required=False)
+
+
+@login_required
+@require_POST
+def upload(request: HttpRequest, pk: int) -> HttpResponse:
+    """Take a manual tool run's output for a node (pasted or as a file) and judge it."""
+    node = get_object_or_404(Node, pk=pk)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, f"Upload refused: {form.errors.as_text()}")
+        return _back(node)
+    upload = form.cleaned_data["file"]
+    text = upload.read().decode(errors="replace") if upload else form.cleaned_data["output"]
+    try:
+        result = upload_output(node, form.cleaned_data["tool"], text, actor=request.user)
+    except UploadRefused as exc:
+        messages.error(request, f"Upload refused: {exc}")
+        return _back(node)
+    detail = result.metrics.get("error") or f"{len(result.findings)} finding(s)"
+    messages.success(
+        request, f"{node.serial}: {form.cleaned_data['tool']} output {result.verdict} ({detail})"
+    )
+    return _back(node)
+
+
 @login_required
 @require_POST
 def audit(request: HttpRequest, pk: int) -> HttpResponse:
@@ -201,13 +233,8 @@ def audit(request: HttpRequest, pk: int) -> HttpResponse:
     if not request.user.has_perm("fleet.start_run"):
         raise PermissionDenied("you are not allowed to audit nodes")
     node = get_object_or_404(Node, pk=pk)
-    if not panel.audit_available():
-        messages.error(request, "The drift audit is not available in this build yet.")
-        return _back(node)
-    from provisioning.audit import audit_node
-
     try:
-        report = audit_node(node, actor=request.user)
+        report = drift_audit.audit_node(node, actor=request.user)
     except Exception as exc:  # noqa: BLE001 - an unreachable BMC is a message, not a 500
         messages.error(request, f"{node.serial}: drift audit failed: {exc}")
         return _back(node)

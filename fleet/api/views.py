@@ -21,6 +21,7 @@ from ..exports import node_rows, stream_csv
 from ..inventory import inventory_nodes
 from ..models import Event, Manifest, Rack, Site, Sku
 from . import serializers as s
+from .node_actions import NodeActionsMixin
 
 # No DELETE anywhere: inventory rows are protected by runs and events, and documents are retired,
 # not deleted.
@@ -54,7 +55,7 @@ class SkuViewSet(viewsets.ModelViewSet):
     http_method_names = WRITE_METHODS
 
 
-class NodeViewSet(viewsets.ReadOnlyModelViewSet):
+class NodeViewSet(NodeActionsMixin, viewsets.ReadOnlyModelViewSet):
     """Nodes with their components. State moves only through lifecycle actions, never a PATCH."""
 
     queryset = inventory_nodes()

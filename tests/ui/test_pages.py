@@ -161,15 +161,13 @@ def test_overview_snapshot_renders_the_same_body(client, bob, scene):
     assert snap["html"].strip() in page
 
 
-def test_audit_button_is_disabled_until_the_audit_exists(client, bob, scene, rack):
-    from fleet.panel import audit_available
-
+def test_a_tech_sees_the_audit_and_upload_buttons_a_reader_does_not(client, bob, dora, scene):
     login(client, bob)
     html = client.get(reverse("fleet:node-panel", args=[scene[0].pk])).content.decode()
-    if audit_available():
-        assert 'action="/nodes/' in html and "audit-btn" in html
-    else:
-        assert "audit-btn" in html and "not available in this build yet" in html
+    assert "audit-btn" in html and "upload-btn" in html
+    login(client, dora)
+    html = client.get(reverse("fleet:node-panel", args=[scene[0].pk])).content.decode()
+    assert "audit-btn" not in html and "upload-btn" not in html
 
 
 def test_the_audit_button_runs_the_audit_and_reports_drift(client, bob, dora, scene, monkeypatch):

@@ -1,0 +1,106 @@
+"""Lifecycle verbs on nodes over the API, and uploads of a manual tool run's output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from acceptance.models import GateResult
+from fleet.choices import EventKind, NodeState
+from fleet.models import Event, Node
+from tests.api.conftest import client_for
+
+SAMPLES = Path(__file__).resolve().parents[1] / "acceptance" / "samples"
+
+
+def _awaiting(node) -> Node:
+    Node.objects.filter(pk=node.pk).update(state=NodeState.AWAITING_APPROVAL)
+    node.refresh_from_db()
+    return node
+
+
+@pytest.mark.django_db
+def test_a_tech_quarantines_with_a_reason_and_charlie_is_refused(node, bob, charlie):
+    _awaiting(node)
+    url = f"/api/v1/nodes/{node.pk}/quarantine/"
+    assert client_for(charlie).post(url, {"reason": "x"}, format="json").status_code == 403
+    assert client_for(bob).post(url, {}, format="json").status_code == 400
+    answer = client_for(bob).post(url, {"reason": "fan noise"}, format="json")
+    assert answer.status_code == 200 and answer.json()["state"] == NodeState.QUARANTINED
+    again = client_for(bob).post(f"/api/v1/nodes/{node.pk}/approve/", {}, format="json")
+    assert again.status_code in (400, 409)
+
+
+@pytest.mark.django_db
+def test_a_dcim_reader_can_do_nothing(node, dora):
+    _awaiting(node)
+    for verb in ("approve", "quarantine", "start-run"):
+        answer = client_for(dora).post(f"/api/v1/nodes/{node.pk}/{verb}/", {"reason": "x"})
+        assert answer.status_code == 403, verb
+    assert Node.objects.get(pk=node.pk).state == NodeState.AWAITING_APPROVAL
+
+
+@pytest.mark.django_db
+def test_start_run_answers_202_then_409_while_one_is_active(
+    node, bob, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False):
+        first = client_for(bob).post(f"/api/v1/nodes/{node.pk}/start-run/")
+    assert first.status_code == 202 and first.json()["state"] == NodeState.PROVISIONING
+    second = client_for(bob).post(f"/api/v1/nodes/{node.pk}/start-run/")
+    assert second.status_code == 409
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("tool", "sample", "verdict"),
+    [
+        ("dcgm", "dcgm4_level3_pass.json", "pass"),
+        ("dcgm", "dcgm3_level3_fail_gpu3.json", "fail"),
+        ("nccl", "nccl_allreduce_truncated.txt", "error"),
+        ("xid", "kern_xid79.log", "fail"),
+    ],
+)
+def test_an_uploaded_output_is_parsed_and_kept_on_the_node(node, bob, tool, sample, verdict):
+    text = (SAMPLES / sample).read_text()
+    answer = client_for(bob).post(
+        f"/api/v1/nodes/{node.pk}/gate-uploads/", {"tool": tool, "output": text}, format="json"
+    )
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["verdict"] == verdict
+    result = GateResult.objects.get(pk=answer.json()["gate_result"])
+    assert result.run is None and result.uploaded_by == bob and result.raw_output == {tool: text}
+    if verdict == "fail":
+        assert result.findings and all(f["part"] for f in result.findings)
+    assert Event.objects.filter(node=node, kind=EventKind.GATE_RESULT, actor=bob).exists()
+
+
+@pytest.mark.django_db
+def test_an_upload_of_garbage_or_for_an_unknown_tool_is_a_clear_answer(node, bob, dora):
+    url = f"/api/v1/nodes/{node.pk}/gate-uploads/"
+    garbage = client_for(bob).post(url, {"tool": "fio", "output": "%%%"}, format="json")
+    assert garbage.status_code == 201 and garbage.json()["verdict"] == "error"
+    assert garbage.json()["error"]
+    unknown = client_for(bob).post(url, {"tool": "hammer", "output": "x"}, format="json")
+    assert unknown.status_code == 400
+    assert (
+        client_for(dora).post(url, {"tool": "fio", "output": "x"}, format="json").status_code == 403
+    )
+
+
+@pytest.mark.django_db
+def test_the_node_panel_form_takes_an_uploaded_file(client, node, bob, charlie):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    text = (SAMPLES / "gpu_burn_gpu2_faulty_exit0.txt").read_bytes()
+    form = {"tool": "gpu-burn", "file": SimpleUploadedFile("burn.txt", text)}
+    client.force_login(charlie)
+    client.post(f"/nodes/{node.pk}/upload/", form)
+    assert not GateResult.objects.exists()
+    client.force_login(bob)
+    form["file"] = SimpleUploadedFile("burn.txt", text)
+    answer = client.post(f"/nodes/{node.pk}/upload/", form)
+    assert answer.status_code == 302
+    result = GateResult.objects.get()
+    assert result.verdict == "fail" and result.gate == "reference_job"
