@@ -52,6 +52,10 @@ class SoakGate(Phase):
             **profile_thresholds(ctx, GateName.BURN_IN),
         }
 
+    def time_limit(self, ctx: PhaseContext) -> float:
+        """The soak's own length, half again for the load to start and samples to land."""
+        return self.thresholds(ctx)["soak_hours"] * 3600 * 1.5 + 3600
+
     def execute(self, ctx: PhaseContext) -> Outcome:
         used = self.thresholds(ctx)
         interval = max(int(used.get("sample_interval_s", 600)), 1)

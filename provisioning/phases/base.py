@@ -84,9 +84,14 @@ class PhaseContext:
         return clock.node_seconds(timezone.now() - self.record.stage_started_at)
 
     def time_limit(self) -> float:
-        """This phase's limit in node seconds: the manifest's, else the phase default."""
+        """This phase's limit in node seconds: the manifest's, else the phase's own."""
         timeouts = self.manifest.get("timeouts") or {}
-        return float(timeouts.get(self.record.phase, self.info.time_limit_s))
+        if self.record.phase in timeouts:
+            return float(timeouts[self.record.phase])
+        from .registry import phase_for
+
+        own = phase_for(self.record.phase).time_limit(self)
+        return float(own if own is not None else self.info.time_limit_s)
 
     @property
     def info(self) -> PhaseInfo:
@@ -108,6 +113,10 @@ class Phase(ABC):
     @abstractmethod
     def execute(self, ctx: PhaseContext) -> Outcome:
         """One look: advance this phase as far as it can without waiting; say what happened."""
+
+    def time_limit(self, ctx: PhaseContext) -> float | None:
+        """A limit that depends on the run (a soak's length); None: the phase list's default."""
+        return None
 
     def observe(self, ctx: PhaseContext) -> Any:
         """Read the current state of this phase's aspect (read-only)."""
