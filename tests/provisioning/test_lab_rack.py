@@ -43,7 +43,7 @@ def _hardware_state(lab_node, inband) -> dict:
     }
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_standard_fault_mix_then_an_idempotent_second_pass(tmp_path):
     config = LabRunConfig(nodes=16, faults="standard", seed=7, speed=400, timeout_s=600)
     with LabRun(config, log_dir=tmp_path) as lab:

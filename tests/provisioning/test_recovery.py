@@ -39,7 +39,7 @@ def _firmware_flashes(lab_node) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_worker_killed_mid_firmware_phase_resumes_and_flashes_each_component_once(tmp_path):
     # Two nodes: the fabric gate needs a partner in the rack.
     config = LabRunConfig(nodes=2, faults="none", speed=150, soak_hours=0.25, timeout_s=300)
@@ -87,7 +87,7 @@ def _use_broker(url: str) -> None:
     app.amqp._producer_pool = None
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_flushed_redis_loses_no_run(tmp_path, settings):
     with own_redis(tmp_path / "redis") as url:
         settings.REDIS_URL = url
