@@ -9,3 +9,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "greenlight.settings")
 app = Celery("greenlight")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+if os.environ.get("GREENLIGHT_QUERY_LOG_DIR"):
+    from .instrumentation import install_celery_hooks
+
+    install_celery_hooks()

@@ -51,6 +51,10 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+if env_str("GREENLIGHT_QUERY_LOG_DIR"):
+    # The benchmark counts the web server's queries too.
+    MIDDLEWARE.insert(0, "greenlight.instrumentation.QueryCountMiddleware")
+
 ROOT_URLCONF = "greenlight.urls"
 ASGI_APPLICATION = "greenlight.asgi.application"
 WSGI_APPLICATION = None

@@ -62,21 +62,29 @@ def publish_lab_documents(flavour: str, artifact_url: str, *, soak_hours: float)
     )
 
 
-def enroll_hall(hall: LabHall, *, site: str, rack: str, flavour_sku: bool = True) -> list[Node]:
-    """Enroll every node of the hall into one rack, by Redfish discovery of its BMC."""
+def enroll_hall(hall: LabHall, *, site: str, rack: str, racks: int = 1) -> list[Node]:
+    """Enroll every node of the hall, spread evenly over `racks` racks named `rack`-1, -2...
+
+    Each node is discovered over Redfish through its BMC, as an operator's enrollment does.
+    """
     site_obj, _ = Site.objects.get_or_create(name=site)
-    rack_obj, _ = Rack.objects.get_or_create(
-        site=site_obj, name=rack, defaults={"height_u": max(42, len(hall.bmcs) + 2)}
-    )
+    per_rack = -(-len(hall.bmcs) // max(racks, 1))
+    rack_objs = []
+    for number in range(max(racks, 1)):
+        name = rack if racks == 1 else f"{rack}-{number + 1:02d}"
+        rack_obj, _ = Rack.objects.get_or_create(
+            site=site_obj, name=name, defaults={"height_u": max(42, per_rack + 2)}
+        )
+        rack_objs.append(rack_obj)
     nodes = []
-    for position, bmc in enumerate(hall.bmcs, start=1):
+    for index, bmc in enumerate(hall.bmcs):
         result = enroll_node(
             bmc.https_url,
             bmc.node.username,
             bmc.node.password,
             sku=lab_sku(bmc.flavour),
-            rack=rack_obj,
-            position=position,
+            rack=rack_objs[index // per_rack],
+            position=index % per_rack + 1,
             fingerprint=bmc.cert_fingerprint,
             actor_label="lab",
         )

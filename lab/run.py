@@ -43,6 +43,7 @@ class LabRunConfig:
     power_batch: int = 4
     site: str = "lab"
     rack: str = "LAB-R01"
+    racks: int = 1
     timeout_s: float = 900.0
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -83,10 +84,11 @@ class LabRun:
         )
         try:
             self.web, url = processes.start_web(self.env, log=self._log("web"))
+            self.env_url = url
             self.site = LabSite(self.hall, url)
             self.site.start()
             publish_lab_documents(c.flavour, self.site.artifact_url, soak_hours=c.soak_hours)
-            self.nodes = enroll_hall(self.hall, site=c.site, rack=c.rack)
+            self.nodes = enroll_hall(self.hall, site=c.site, rack=c.rack, racks=c.racks)
             for index, specs in self.fault_plan.items():
                 for spec in specs:
                     self.hall.set_fault(index, spec)
@@ -121,7 +123,7 @@ class LabRun:
     def start_pass(self) -> dict[int, Run]:
         """Start a run on every node that can take one; node id -> run."""
         runs = {}
-        for node in Node.objects.filter(pk__in=[n.pk for n in self.nodes]).order_by("position"):
+        for node in Node.objects.filter(pk__in=[n.pk for n in self.nodes]).order_by("pk"):
             if node.state in RUN_STARTABLE_STATES:
                 runs[node.pk] = start_run(node)
         return runs
@@ -143,11 +145,11 @@ class LabRun:
         return {"finished": finished, "nodes": self.summary(runs)}
 
     def summary(self, runs: dict[int, Run]) -> list[dict[str, Any]]:
+        index_of = {bmc.node.serial: bmc.node.index for bmc in self.hall.bmcs}
         out = []
-        for node in Node.objects.filter(pk__in=[n.pk for n in self.nodes]).order_by("position"):
+        for node in Node.objects.filter(pk__in=[n.pk for n in self.nodes]).order_by("pk"):
             run = runs.get(node.pk)
-            index = next(b.node.index for b in self.hall.bmcs if b.node.serial == node.serial)
-            specs = self.fault_plan.get(index, [])
+            specs = self.fault_plan.get(index_of[node.serial], [])
             out.append(
                 {
                     "serial": node.serial,

@@ -1,0 +1,91 @@
+"""Counting database queries per process, for the benchmark (off unless GREENLIGHT_QUERY_LOG_DIR).
+
+Each worker thread counts the queries its tasks run; the web server counts per request. Totals
+are written to `<dir>/<role>-<pid>.json` as they grow, so a benchmark can add them up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from django.db import connection
+
+_lock = threading.Lock()
+_total = {"queries": 0}
+_last_write = [0.0]
+
+
+def enabled() -> Path | None:
+    value = os.environ.get("GREENLIGHT_QUERY_LOG_DIR")
+    return Path(value) if value else None
+
+
+def _count(execute, sql, params, many, context):
+    with _lock:
+        _total["queries"] += 1
+    return execute(sql, params, many, context)
+
+
+def _flush(role: str, force: bool = False) -> None:
+    directory = enabled()
+    if directory is None:
+        return
+    now = time.monotonic()
+    if not force and now - _last_write[0] < 1.0:
+        return
+    _last_write[0] = now
+    directory.mkdir(parents=True, exist_ok=True)
+    with _lock:
+        data = json.dumps(_total)
+    (directory / f"{role}-{os.getpid()}.json").write_text(data)
+
+
+def counting(role: str):
+    """A context manager counting the queries run inside it on this thread's connection."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def block():
+        with connection.execute_wrapper(_count):
+            yield
+        _flush(role)
+
+    return block()
+
+
+def install_celery_hooks() -> None:
+    """Count every task's queries in this worker (called from the Celery app when enabled)."""
+    from celery import signals
+
+    local = threading.local()
+
+    @signals.task_prerun.connect(weak=False)
+    def start(**kwargs):
+        local.block = counting("worker")
+        local.block.__enter__()
+
+    @signals.task_postrun.connect(weak=False)
+    def stop(**kwargs):
+        block = getattr(local, "block", None)
+        if block is not None:
+            block.__exit__(None, None, None)
+            local.block = None
+
+    @signals.worker_shutdown.connect(weak=False)
+    def shutdown(**kwargs):
+        _flush("worker", force=True)
+
+
+class QueryCountMiddleware:
+    """Count the queries of every request in the web server (benchmark only)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with counting("web"):
+            return self.get_response(request)
