@@ -298,7 +298,11 @@ class LabAgents:
             return
         agent.server.port = 0
         await agent.server.start()
-        await agent.heartbeat()
+        if self.agents.get(node.serial) is agent:  # the node may have rebooted meanwhile
+            try:
+                await agent.heartbeat()
+            except (RuntimeError, httpx.HTTPError):
+                pass  # its boot ended: the next boot's agent checks in afresh
 
     async def _stop(self, node: LabNode) -> None:
         agent = self.agents.pop(node.serial, None)
