@@ -5,7 +5,7 @@ from __future__ import annotations
 import django_filters
 
 from fleet.filtersets import DocumentFilterSet
-from greenlight.api.filters import DateTimeFilter
+from greenlight.api.filters import DateTimeFilter, IdFilter
 
 from .choices import DecisionKind, GateName, Verdict
 from .models import AcceptanceProfile, Decision, GateResult
@@ -18,10 +18,10 @@ class AcceptanceProfileFilterSet(DocumentFilterSet):
 
 
 class GateResultFilterSet(django_filters.FilterSet):
-    node = django_filters.NumberFilter(field_name="node")
+    node = IdFilter(field_name="node")
     serial = django_filters.CharFilter(field_name="node__serial")
-    rack = django_filters.NumberFilter(field_name="node__rack")
-    run = django_filters.NumberFilter(field_name="run")
+    rack = IdFilter(field_name="node__rack")
+    run = IdFilter(field_name="run")
     gate = django_filters.MultipleChoiceFilter(choices=GateName.choices)
     verdict = django_filters.MultipleChoiceFilter(choices=Verdict.choices)
     since = DateTimeFilter(field_name="finished_at", lookup_expr="gte")
@@ -32,7 +32,7 @@ class GateResultFilterSet(django_filters.FilterSet):
 
 
 class DecisionFilterSet(django_filters.FilterSet):
-    node = django_filters.NumberFilter(field_name="node")
+    node = IdFilter(field_name="node")
     serial = django_filters.CharFilter(field_name="node__serial")
     kind = django_filters.MultipleChoiceFilter(choices=DecisionKind.choices)
     since = DateTimeFilter(field_name="created_at", lookup_expr="gte")

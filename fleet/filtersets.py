@@ -6,7 +6,7 @@ import django_filters
 from django.db.models import Exists, OuterRef, Q
 
 from acceptance.choices import Verdict
-from greenlight.api.filters import DateTimeFilter
+from greenlight.api.filters import DateTimeFilter, IdFilter
 
 from .choices import ComponentKind, DocumentStatus, EventKind, NodeState
 from .models import Event, Manifest, Node, Rack, Site, Sku
@@ -36,11 +36,11 @@ class NodeFilterSet(django_filters.FilterSet):
     serial = django_filters.CharFilter()
     q = django_filters.CharFilter(method="filter_q", label="Serial or hostname contains")
     state = django_filters.MultipleChoiceFilter(choices=NodeState.choices)
-    site = django_filters.NumberFilter(field_name="rack__site")
+    site = IdFilter(field_name="rack__site")
     site_name = django_filters.CharFilter(field_name="rack__site__name")
-    rack = django_filters.NumberFilter(field_name="rack")
+    rack = IdFilter(field_name="rack")
     rack_name = django_filters.CharFilter(field_name="rack__name")
-    sku = django_filters.NumberFilter(field_name="sku")
+    sku = IdFilter(field_name="sku")
     sku_name = django_filters.CharFilter(field_name="sku__name")
     manifest_version = django_filters.CharFilter(field_name="manifest__version")
     last_verdict = django_filters.MultipleChoiceFilter(
@@ -68,7 +68,7 @@ class NodeFilterSet(django_filters.FilterSet):
 
 
 class DocumentFilterSet(django_filters.FilterSet):
-    sku = django_filters.NumberFilter(field_name="sku")
+    sku = IdFilter(field_name="sku")
     sku_name = django_filters.CharFilter(field_name="sku__name")
     status = django_filters.MultipleChoiceFilter(choices=DocumentStatus.choices)
     version = django_filters.CharFilter()
@@ -81,12 +81,12 @@ class ManifestFilterSet(DocumentFilterSet):
 
 
 class EventFilterSet(django_filters.FilterSet):
-    node = django_filters.NumberFilter(field_name="node")
+    node = IdFilter(field_name="node")
     serial = django_filters.CharFilter(field_name="node__serial")
-    rack = django_filters.NumberFilter(field_name="rack")
+    rack = IdFilter(field_name="rack")
     kind = django_filters.MultipleChoiceFilter(choices=EventKind.choices)
     since = DateTimeFilter(field_name="created_at", lookup_expr="gte")
-    after_id = django_filters.NumberFilter(field_name="id", lookup_expr="gt")
+    after_id = IdFilter(field_name="id", lookup_expr="gt")
 
     class Meta:
         model = Event

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import django_filters
 
-from greenlight.api.filters import DateTimeFilter
+from greenlight.api.filters import DateTimeFilter, IdFilter
 
 from .choices import CertificateResult, RunKind, RunStatus, WipeStatus
 from .models import Run, WipeCertificate, WipeRequest
 
 
 class RunFilterSet(django_filters.FilterSet):
-    node = django_filters.NumberFilter(field_name="node")
+    node = IdFilter(field_name="node")
     serial = django_filters.CharFilter(field_name="node__serial")
-    rack = django_filters.NumberFilter(field_name="node__rack")
+    rack = IdFilter(field_name="node__rack")
     kind = django_filters.MultipleChoiceFilter(choices=RunKind.choices)
     status = django_filters.MultipleChoiceFilter(choices=RunStatus.choices)
     manifest_version = django_filters.CharFilter(field_name="manifest__version")
@@ -26,7 +26,7 @@ class RunFilterSet(django_filters.FilterSet):
 
 class WipeRequestFilterSet(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=WipeStatus.choices)
-    node = django_filters.NumberFilter(field_name="nodes", distinct=True)
+    node = IdFilter(field_name="nodes", distinct=True)
 
     class Meta:
         model = WipeRequest
@@ -34,9 +34,9 @@ class WipeRequestFilterSet(django_filters.FilterSet):
 
 
 class WipeCertificateFilterSet(django_filters.FilterSet):
-    node = django_filters.NumberFilter(field_name="node")
+    node = IdFilter(field_name="node")
     serial = django_filters.CharFilter(field_name="node__serial")
-    wipe_request = django_filters.NumberFilter(field_name="wipe_request")
+    wipe_request = IdFilter(field_name="wipe_request")
     result = django_filters.MultipleChoiceFilter(choices=CertificateResult.choices)
 
     class Meta:
