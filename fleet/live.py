@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Literal, TypedDict
 
@@ -116,13 +117,21 @@ class LivePublisher:
         if layer is None:
             return
         message = {"type": "live.event", "event": payload}
-        for group in groups:
-            try:
-                async_to_sync(layer.group_send)(group, message)
-            except Exception:  # noqa: BLE001
-                # The database is the source of truth; a lost live message is recovered by the
-                # browser's snapshot on reconnect, so a Redis hiccup must not fail the caller.
-                logger.warning("live update to %s not sent", group, exc_info=True)
+
+        async def send_all() -> None:
+            results = await asyncio.gather(
+                *(layer.group_send(group, message) for group in groups), return_exceptions=True
+            )
+            for group, result in zip(groups, results, strict=True):
+                if isinstance(result, Exception):
+                    # The database is the source of truth; a lost live message is recovered by
+                    # the browser's snapshot on reconnect, so a Redis hiccup must not fail the
+                    # caller.
+                    logger.warning("live update to %s not sent: %s", group, result)
+
+        # One hop into the event loop for every group, not one per group: this runs for every
+        # event of every node in a bring-up.
+        async_to_sync(send_all)()
 
 
 publisher = LivePublisher()

@@ -8,7 +8,8 @@ from ..outcomes import Outcome, Wait
 from ..redfish import PowerAction, PowerState
 from .base import PhaseContext
 
-BOOT_LOOK_S = 15.0
+# A safety net: the agent's check-in after the reboot nudges the run at once.
+BOOT_LOOK_S = 120.0
 
 
 def reboot_into(ctx: PhaseContext, target: str, next_stage: str) -> Outcome:

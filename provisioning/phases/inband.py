@@ -18,7 +18,8 @@ from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFa
 from .base import Drift, Phase, PhaseContext
 from .common import awaiting_boot, ensure_ephemeral, reboot_into
 
-COMMAND_LOOK_S = 20.0
+# A safety net: the agent pushes its result, which nudges the run at once.
+COMMAND_LOOK_S = 300.0
 # Node seconds a sent command may stay silent before Greenlight asks the agent directly.
 SILENCE_S = 120.0
 INVENTORY_KEYS = {"nic": "nics", "dpu": "dpus", "nvme": "drives"}
@@ -59,7 +60,7 @@ class WaitForAgent(Phase):
     def execute(self, ctx: PhaseContext) -> Outcome:
         session = is_alive(ctx.node)
         if session is None:
-            return Wait(10, "waiting for agent check-in after PXE boot")
+            return Wait(60, "waiting for agent check-in after PXE boot")
         was_up = session.created_at < ctx.run.created_at
         changed = record_inband(ctx.node, agent_link.inventory(session))
         compared = {"agent": f"{session.environment}, boot {session.boot_id[:8]}"}
@@ -293,7 +294,7 @@ class WaitForHostOs(Phase):
     def execute(self, ctx: PhaseContext) -> Outcome:
         session = is_alive(ctx.node, HOST_OS)
         if session is None:
-            return Wait(15, "waiting for the host OS agent to check in")
+            return Wait(60, "waiting for the host OS agent to check in")
         compared = {"agent": f"host OS, boot {session.boot_id[:8]}"}
         if session.created_at < ctx.run.created_at:
             return Skipped(compared)

@@ -86,11 +86,11 @@ class PowerOn(Phase):
             if not take_power_slot(ctx):
                 return Wait(POWER_RAMP_S / 2, "waiting for a power-on slot in the rack")
             bmc.reset(PowerAction.ON)
-            return Wait(5, "powering on")
+            return Wait(10, "powering on")
         if power == PowerState.ON:
             return Done(changes=[{"component": "power", "from": "Off", "to": "On"}])
         if power == PowerState.POWERING_ON:
-            return Wait(5, "powering on")
+            return Wait(10, "powering on")
         if ctx.stage_elapsed() > 60:
             tries = int(ctx.record.compared.get("power_on_requests", 1))
             if tries >= POWER_ON_RETRIES:
@@ -102,7 +102,7 @@ class PowerOn(Phase):
             ctx.record.compared = {"power_on_requests": tries + 1}
             ctx.set_stage("ramping", compared=ctx.record.compared)
             bmc.reset(PowerAction.ON)
-        return Wait(5, f"powering on (the BMC reports {power})")
+        return Wait(10, f"powering on (the BMC reports {power})")
 
 
 def take_power_slot(ctx: PhaseContext) -> bool:
@@ -205,14 +205,14 @@ class OobFirmware(Phase):
             bmc_task=staged.task_monitor or "",
             compared={**compared, "from": items[0].version},
         )
-        return Wait(30, f"BMC updating {self.kind} to {target['version']}")
+        return Wait(60, f"BMC updating {self.kind} to {target['version']}")
 
     def poll(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
         if ctx.record.bmc_task:
             status = ctx.bmc().task_status(ctx.record.bmc_task)
             if status.state == TaskState.RUNNING:
                 percent = f" ({status.percent}%)" if status.percent is not None else ""
-                return Wait(30, f"BMC updating {self.kind} to {target['version']}{percent}")
+                return Wait(60, f"BMC updating {self.kind} to {target['version']}{percent}")
             if status.state == TaskState.FAILED:
                 words = "; ".join(status.messages) or status.raw_state
                 return Failure(f"{self.kind} firmware update failed: {words}", component=self.kind)
