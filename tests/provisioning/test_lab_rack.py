@@ -43,6 +43,8 @@ def _hardware_state(lab_node, inband) -> dict:
     }
 
 
+# A real rack through real processes: minutes on a busy 2-core machine.
+@pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_standard_fault_mix_then_an_idempotent_second_pass(tmp_path):
     config = LabRunConfig(nodes=16, faults="standard", seed=7, speed=400, timeout_s=600)

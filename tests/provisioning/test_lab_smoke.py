@@ -13,6 +13,8 @@ from lab.run import LabRun, LabRunConfig
 from provisioning.audit import audit_node
 
 
+# A real rack through real processes: minutes on a busy 2-core machine.
+@pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_healthy_nodes_reach_awaiting_approval_and_the_audit_writes_nothing(tmp_path):
     config = LabRunConfig(nodes=2, faults="none", speed=400, soak_hours=1, timeout_s=300)

@@ -39,6 +39,8 @@ def _firmware_flashes(lab_node) -> dict[str, int]:
     return counts
 
 
+# A real rack through real processes: minutes on a busy 2-core machine.
+@pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_worker_killed_mid_firmware_phase_resumes_and_flashes_each_component_once(tmp_path):
     # Two nodes: the fabric gate needs a partner in the rack.
@@ -87,6 +89,8 @@ def _use_broker(url: str) -> None:
     app.amqp._producer_pool = None
 
 
+# A real rack through real processes: minutes on a busy 2-core machine.
+@pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_flushed_redis_loses_no_run(tmp_path, settings):
     with own_redis(tmp_path / "redis") as url:
