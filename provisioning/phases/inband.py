@@ -35,6 +35,18 @@ def send_command(ctx: PhaseContext, kind: str, params: dict, stage: str) -> Outc
     return Wait(COMMAND_LOOK_S, f"agent running {kind}")
 
 
+def send_in_ephemeral(ctx: PhaseContext, stage: str, kind: str, params: dict, next_stage: str):
+    """Send a command that only the ephemeral environment may run, rebooting into it first."""
+    if stage == "rebooting":
+        waiting = awaiting_boot(ctx, EPHEMERAL)
+        if waiting is not None:
+            return waiting
+    reboot = ensure_ephemeral(ctx, "rebooting")
+    if reboot is not None:
+        return reboot
+    return send_command(ctx, kind, params, next_stage)
+
+
 def command_outcome(ctx: PhaseContext) -> AgentCommand | Outcome:
     """The finished command of this stage, or the Outcome to return while it is not finished."""
     command = ctx.record.command
@@ -189,14 +201,7 @@ class SecureErase(Phase):
             ctx.record.save(update_fields=["compared"])
             stage = "ready"
         if stage in ("ready", "rebooting"):
-            if stage == "rebooting":
-                waiting = awaiting_boot(ctx, EPHEMERAL)
-                if waiting is not None:
-                    return waiting
-            reboot = ensure_ephemeral(ctx, "rebooting")
-            if reboot is not None:
-                return reboot
-            return send_command(ctx, protocol.SECURE_ERASE, {}, "erasing")
+            return send_in_ephemeral(ctx, stage, protocol.SECURE_ERASE, {}, "erasing")
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
@@ -265,14 +270,7 @@ class OsInstall(Phase):
             ctx.record.save(update_fields=["compared"])
             stage = "ready"
         if stage in ("ready", "rebooting"):
-            if stage == "rebooting":
-                waiting = awaiting_boot(ctx, EPHEMERAL)
-                if waiting is not None:
-                    return waiting
-            reboot = ensure_ephemeral(ctx, "rebooting")
-            if reboot is not None:
-                return reboot
-            return send_command(ctx, protocol.INSTALL_OS, dict(image), "installing")
+            return send_in_ephemeral(ctx, stage, protocol.INSTALL_OS, dict(image), "installing")
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command

@@ -45,6 +45,7 @@ def _return_without_a_click(config: LabRunConfig) -> AcceptanceProfile:
     return profile
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_tenant_allocation_comes_back_wiped_and_a_refusing_drive_is_quarantined(tmp_path):
     config = LabRunConfig(nodes=5, faults="none", speed=400, soak_hours=0.5, timeout_s=300)

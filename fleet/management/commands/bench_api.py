@@ -9,6 +9,7 @@ inside a transaction that is rolled back at the end unless --keep), then measure
 from __future__ import annotations
 
 import json
+import secrets
 import statistics
 import time
 import tracemalloc
@@ -103,7 +104,7 @@ class Command(BaseCommand):
                     position=i % per_rack + 1,
                     bmc_address=f"https://10.{i // 65536}.{i // 256 % 256}.{i % 256}",
                     bmc_username="root",
-                    bmc_password="bench-secret",
+                    bmc_password=secrets.token_urlsafe(12),
                     mac_addresses=[
                         f"02:42:{i >> 16 & 255:02x}:{i >> 8 & 255:02x}:{i & 255:02x}:01"
                     ],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -131,7 +132,7 @@ class Command(BaseCommand):
             for i, p in enumerate(PHASES[:10])
         ]
         PhaseRecord.objects.bulk_create(records, batch_size=1000)
-        user = User.objects.create_user("bench", password="bench-pw")
+        user = User.objects.create_user("bench", password=secrets.token_urlsafe(16))
         user.groups.add(Group.objects.get(name=SITE_TECH))
         return site, list(Rack.objects.filter(site=site)), user
 
