@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from .. import clock
-from ..outcomes import Outcome
+from ..outcomes import Outcome, Skipped
 from . import PHASES_BY_NAME, PhaseInfo
 
 if TYPE_CHECKING:
@@ -68,6 +68,15 @@ class PhaseContext:
         if self._bmc is not None:
             self._bmc.close()
             self._bmc = None
+
+    def no_delta(self, drifts: list[Drift]) -> Skipped | None:
+        """Skipped when every drift matched; else remember what was compared and return None."""
+        compared = {"drift": [d.as_dict() for d in drifts]}
+        if all(d.matched for d in drifts):
+            return Skipped(compared)
+        self.record.compared = compared
+        self.record.save(update_fields=["compared"])
+        return None
 
     def set_stage(self, stage: str, **fields: Any) -> None:
         """Move the phase to its next inner stage; saved at once, before anything is applied."""

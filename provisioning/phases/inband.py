@@ -114,11 +114,9 @@ class InbandFirmware(Phase):
         stage = ctx.record.stage
         if stage == "":
             drifts = self.diff(ctx, self.observe(ctx))
-            compared = {"drift": [d.as_dict() for d in drifts]}
-            if all(d.matched for d in drifts):
-                return Skipped(compared)
-            ctx.record.compared = compared
-            ctx.record.save(update_fields=["compared"])
+            skipped = ctx.no_delta(drifts)
+            if skipped is not None:
+                return skipped
             params = {"component": self.kind, **target}
             return send_command(ctx, protocol.FLASH_FIRMWARE, params, "flashing")
         if stage == "flashing":
@@ -263,11 +261,9 @@ class OsInstall(Phase):
         stage = ctx.record.stage
         if stage == "":
             drifts = self.diff(ctx, self.observe(ctx))
-            compared = {"drift": [d.as_dict() for d in drifts]}
-            if all(d.matched for d in drifts):
-                return Skipped(compared)
-            ctx.record.compared = compared
-            ctx.record.save(update_fields=["compared"])
+            skipped = ctx.no_delta(drifts)
+            if skipped is not None:
+                return skipped
             stage = "ready"
         if stage in ("ready", "rebooting"):
             return send_in_ephemeral(ctx, stage, protocol.INSTALL_OS, dict(image), "installing")

@@ -10,38 +10,14 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from django.db import connection
+from lab.processes import child_env, database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_database_url() -> str:
     """A DATABASE_URL naming the database the test run is using right now."""
-    s = connection.settings_dict
-    if s["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{Path(s['NAME']).resolve()}"
-    host = s.get("HOST") or "127.0.0.1"
-    port = s.get("PORT") or 5432
-    auth = s.get("USER") or ""
-    if s.get("PASSWORD"):
-        auth += f":{s['PASSWORD']}"
-    return f"postgres://{auth}@{host}:{port}/{s['NAME']}"
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    """The environment for a child process that must see the same database, Redis and queue."""
-    from django.conf import settings
-
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=test_database_url(),
-        REDIS_URL=settings.REDIS_URL,
-        CELERY_QUEUE=settings.CELERY_TASK_DEFAULT_QUEUE,
-        CHANNEL_PREFIX=settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(extra)
-    return env
+    return database_url()
 
 
 @contextmanager
