@@ -10,10 +10,11 @@ from .. import filtersets
 from ..models import Run, WipeCertificate, WipeRequest
 from ..wipes import WipeRefused, file_wipe
 from . import serializers as s
+from .run_actions import RunActionsMixin
 
 
-class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Runs with their phase records, newest first."""
+class RunViewSet(RunActionsMixin, viewsets.ReadOnlyModelViewSet):
+    """Runs with their phase records, newest first; operator actions as POSTs."""
 
     queryset = Run.objects.select_related("node", "manifest", "started_by").prefetch_related(
         "phases"

@@ -104,3 +104,30 @@ def test_the_node_panel_form_takes_an_uploaded_file(client, node, bob, charlie):
     assert answer.status_code == 302
     result = GateResult.objects.get()
     assert result.verdict == "fail" and result.gate == "reference_job"
+
+
+@pytest.mark.django_db
+def test_run_actions_over_the_api_check_permissions_and_reasons(
+    node, bob, alice, dora, django_capture_on_commit_callbacks
+):
+    from provisioning.models import Run
+
+    with django_capture_on_commit_callbacks(execute=False):
+        client_for(bob).post(f"/api/v1/nodes/{node.pk}/start-run/")
+    run = Run.objects.get(node=node)
+    base = f"/api/v1/runs/{run.pk}"
+    assert client_for(dora).post(f"{base}/abort/", {"reason": "x"}).status_code == 403
+    skip = client_for(bob).post(f"{base}/skip/", {"phase": "hgx_firmware", "reason": "x"})
+    assert skip.status_code == 403  # skipping is a fleet admin's call
+    no_reason = client_for(alice).post(f"{base}/skip/", {"phase": "hgx_firmware"})
+    assert no_reason.status_code == 409 and "reason" in no_reason.json()["detail"]
+    with django_capture_on_commit_callbacks(execute=False):
+        skipped = client_for(alice).post(
+            f"{base}/skip/", {"phase": "hgx_firmware", "reason": "RMA"}
+        )
+    assert skipped.status_code == 200
+    assert run.phases.get(phase="hgx_firmware").status == "skipped"
+    aborted = client_for(bob).post(f"{base}/abort/", {"reason": "wrong rack"})
+    assert aborted.status_code == 200 and aborted.json()["status"] == "aborted"
+    assert client_for(bob).post(f"{base}/abort/", {"reason": "again"}).status_code == 409
+    assert Event.objects.filter(kind=EventKind.RUN_ACTION, actor=alice).exists()
