@@ -19,7 +19,12 @@ class Command(BaseCommand):
         parser.add_argument("--nodes", type=int, default=741)
         parser.add_argument("--racks", type=int, default=0, help="default: 37 nodes a rack")
         parser.add_argument("--workers", type=int, default=2, help="Celery worker processes")
-        parser.add_argument("--concurrency", type=int, default=32, help="threads per worker")
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=12,
+            help="threads per worker (each holds a database connection: mind max_connections)",
+        )
         parser.add_argument("--speed", type=float, default=20.0, help="lab seconds per second")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--soak-hours", type=float, default=1.0)
