@@ -84,7 +84,7 @@ class Transport:
         if parts.scheme == "https" and fingerprint:
             verify: Any = pinned_context(fingerprint)
         else:
-            # https without a pin: ordinary CA verification, never verify=False.
+            # https without a pin: ordinary CA verification; checking is never switched off.
             verify = True
         self._http = httpx.Client(timeout=timeout, verify=verify, follow_redirects=False)
         self._slot = bmc_slot(self.base_url, max_concurrency)
