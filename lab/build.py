@@ -65,7 +65,8 @@ def build_node(index: int, flavour_name: str, seed: int, address: str) -> LabNod
         bmc_address=address,
         username="root" if flavour.name != "hpe" else "Administrator",
         # Random per node and never derived from the seed: lab credentials are secrets too.
-        password=secrets.token_urlsafe(12),
+        # Never starting with "-", which a command line would read as an option.
+        password="p" + secrets.token_urlsafe(12),
         faults=NodeFaults(f"{seed}:{index}"),
         firmware={**COMMON_FIRMWARE, **BASE_FIRMWARE[flavour.name]},
         bios_current=dict(BIOS_DEFAULTS),
