@@ -225,6 +225,9 @@ if GREENLIGHT_NETBOX_URL and GREENLIGHT_NETBOX_TOKEN:
         "task": "fleet.tasks.netbox_sync",
         "schedule": env_float("GREENLIGHT_NETBOX_SYNC_SECONDS", 900.0),
     }
+# Real seconds an open BMC session waits in a worker's pool for the next step of that node;
+# 0 turns pooling off (every step logs in and out).
+GREENLIGHT_BMC_SESSION_IDLE_S = env_float("GREENLIGHT_BMC_SESSION_IDLE_S", 60.0)
 # Wall seconds a worker holds a run while taking one step; past it, another worker may take over.
 GREENLIGHT_STEP_LEASE_S = env_float("GREENLIGHT_STEP_LEASE_S", 120.0)
 # Wall seconds past a run's due look before the sweep re-sends it.

@@ -8,6 +8,7 @@ the engine schedules the next look.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,20 +55,20 @@ class PhaseContext:
     record: PhaseRecord
     manifest: dict[str, Any]
     _bmc: RedfishClient | None = field(default=None, repr=False)
+    _bmc_lease: ExitStack = field(default_factory=ExitStack, repr=False)
 
     def bmc(self) -> RedfishClient:
-        """A Redfish client for the node's BMC, opened once per step and closed by the engine."""
+        """An open Redfish client for the node's BMC, lent by the session pool for this step."""
         if self._bmc is None:
-            from ..bmc import client_for
+            from ..bmc import bmc_session
 
-            self._bmc = client_for(self.node)
-            self._bmc.open()
+            self._bmc = self._bmc_lease.enter_context(bmc_session(self.node))
         return self._bmc
 
     def close(self) -> None:
-        if self._bmc is not None:
-            self._bmc.close()
-            self._bmc = None
+        """End the step's use of the BMC (the engine calls this after every look)."""
+        self._bmc = None
+        self._bmc_lease.close()
 
     def no_delta(self, drifts: list[Drift]) -> Skipped | None:
         """Skipped when every drift matched; else remember what was compared and return None."""

@@ -7,10 +7,13 @@ unless the presented certificate hashes to the pinned value, before any credenti
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import socket
 import ssl
 from urllib.parse import urlsplit
+
+import httpx
 
 from .errors import BmcUnreachable
 
@@ -84,14 +87,21 @@ class PinnedContext(ssl.SSLContext):
         return tls
 
 
+@functools.lru_cache(maxsize=4096)
 def pinned_context(fingerprint: str) -> ssl.SSLContext:
-    """An SSL context that only talks to the certificate with this fingerprint."""
+    """An SSL context that only talks to the certificate with this fingerprint (shared: cached)."""
     context = PinnedContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     # The pin is the verification: see PinnedContext.wrap_socket.
     context.verify_mode = ssl.CERT_NONE
     context.pinned = normalize_fingerprint(fingerprint)
     return context
+
+
+@functools.lru_cache(maxsize=1)
+def default_context() -> ssl.SSLContext:
+    """Ordinary CA verification, built once: loading the CA bundle costs more than a request."""
+    return httpx.create_ssl_context()
 
 
 def find_pin_mismatch(exc: BaseException) -> PinMismatch | None:

@@ -17,7 +17,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from . import errors, quirks
-from .tls import find_pin_mismatch, pinned_context
+from .tls import default_context, find_pin_mismatch, pinned_context
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class Transport:
             verify: Any = pinned_context(fingerprint)
         else:
             # https without a pin: ordinary CA verification; checking is never switched off.
-            verify = True
+            verify = default_context()
         self._http = httpx.Client(timeout=timeout, verify=verify, follow_redirects=False)
         self._slot = bmc_slot(self.base_url, max_concurrency)
         self.session_token: str | None = None
@@ -93,6 +93,8 @@ class Transport:
         self.use_basic = False
         self._sessions_path: str | None = None
         self._relogged = False
+        # Set when the connection itself failed: a pooled client in this state is dropped.
+        self.broken = False
         self._gated: dict[tuple[str, str], errors.ConfigurationError] = {}
 
     # -- auth -------------------------------------------------------------------------------
@@ -133,6 +135,11 @@ class Transport:
         finally:
             self.session_token = None
             self._http.close()
+
+    def drop(self) -> None:
+        """Close the connections without logging out (the BMC is not answering anyway)."""
+        self.session_token = None
+        self._http.close()
 
     def _auth_headers(self) -> tuple[dict[str, str], httpx.BasicAuth | None]:
         if self.session_token:
@@ -176,11 +183,13 @@ class Transport:
             try:
                 response = self._send(method, url, json, files, data, headers, auth)
             except httpx.TimeoutException:
+                self.broken = True
                 # Not retried: the BMC may be acting on the request; the engine decides.
                 raise errors.BmcUnreachable(
                     url, f"no answer within {self.timeout:g}s (timed out)"
                 ) from None
             except httpx.TransportError as exc:
+                self.broken = True
                 mismatch = find_pin_mismatch(exc)
                 if mismatch is not None:
                     raise errors.CertificateMismatch(
@@ -202,6 +211,7 @@ class Transport:
                         url, f"connection failed: {type(exc).__name__}: {exc}"
                     ) from None
                 self._pause(attempt, None)
+                self.broken = False
                 continue
             if response.status_code == 503 and not last:
                 self._pause(attempt, response.headers.get("retry-after"))
@@ -215,11 +225,15 @@ class Transport:
                     method, path, json=json, files=files, data=data, headers=headers, retry=retry
                 )
             try:
-                return self._decode(method, url, response)
+                answer = self._decode(method, url, response)
             except errors.ConfigurationError as exc:
                 if "licence" in exc.reason:
                     self._gated[(method, url)] = exc
                 raise
+            if auth:
+                # Authenticated again: a later expiry may be repaired by another login.
+                self._relogged = False
+            return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send(self, method, url, json, files, data, headers, auth) -> httpx.Response:

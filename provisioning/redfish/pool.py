@@ -1,0 +1,112 @@
+"""Open BMC sessions kept between steps, one pool per process.
+
+A step that opens a fresh client pays a TLS handshake, a read of the service root, a login and a
+logout, four exchanges for what is often one GET. Across a deployment that is most of the
+orchestration's CPU and most of the BMCs' session churn (BMCs have few session slots). The pool
+lends a step an open client for its BMC and takes it back afterwards; a client that saw its
+connection fail is closed instead, and one idle past `idle_s` is logged out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from .client import RedfishClient
+
+PoolKey = tuple[str, str, str, str]
+
+
+def pool_key(base_url: str, username: str, password: str, fingerprint: str | None) -> PoolKey:
+    """Clients are shared only between callers with the same address, credentials and pin."""
+    digest = hashlib.sha256(password.encode()).hexdigest()
+    return (base_url.rstrip("/"), username, digest, fingerprint or "")
+
+
+class SessionPool:
+    """Idle open clients by BMC; `lend` hands one out exclusively for the length of a block."""
+
+    def __init__(self, *, idle_s: float = 60.0, per_bmc: int = 2) -> None:
+        self.idle_s = idle_s
+        self.per_bmc = per_bmc
+        self._idle: dict[PoolKey, list[tuple[float, RedfishClient]]] = {}
+        self._lock = threading.Lock()
+        self._next_expiry = 0.0
+        self.opened = 0
+        self.reused = 0
+
+    @contextmanager
+    def lend(self, key: PoolKey, factory: Callable[[], RedfishClient]) -> Iterator[RedfishClient]:
+        """An open client for the key's BMC; returned to the pool after the block if healthy."""
+        client = self._take(key)
+        if client is None:
+            client = factory()
+            client.open()
+            self.opened += 1
+        else:
+            self.reused += 1
+        try:
+            yield client
+        finally:
+            self._give_back(key, client)
+
+    def _take(self, key: PoolKey) -> RedfishClient | None:
+        now = time.monotonic()
+        stale: list[RedfishClient] = []
+        found = None
+        with self._lock:
+            idle = self._idle.get(key, [])
+            while idle:
+                since, client = idle.pop()
+                if now - since <= self.idle_s:
+                    found = client
+                    break
+                stale.append(client)
+            if now >= self._next_expiry:
+                # Idle sessions of BMCs nobody asks for any more are logged out here, at most
+                # once a second: a scan over every BMC per step would cost more than it saves.
+                self._next_expiry = now + 1.0
+                stale.extend(self._expire_locked(now))
+        for client in stale:
+            client.close()
+        return found
+
+    def _give_back(self, key: PoolKey, client: RedfishClient) -> None:
+        if client.transport.broken:
+            client.transport.drop()
+            return
+        extra = None
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < self.per_bmc:
+                idle.append((time.monotonic(), client))
+            else:
+                extra = client
+        if extra is not None:
+            extra.close()
+
+    def _expire_locked(self, now: float) -> list[RedfishClient]:
+        expired = []
+        for key in list(self._idle):
+            keep = [(t, c) for t, c in self._idle[key] if now - t <= self.idle_s]
+            expired += [c for t, c in self._idle[key] if now - t > self.idle_s]
+            if keep:
+                self._idle[key] = keep
+            else:
+                del self._idle[key]
+        return expired
+
+    def close_all(self) -> None:
+        """Log every idle session out (a worker shutting down leaves no session behind)."""
+        with self._lock:
+            clients = [c for idle in self._idle.values() for _, c in idle]
+            self._idle.clear()
+        for client in clients:
+            client.close()
+
+    def idle_count(self) -> int:
+        with self._lock:
+            return sum(len(idle) for idle in self._idle.values())

@@ -1,0 +1,77 @@
+"""The pool of open BMC sessions: reused across steps, dropped when broken, logged out when idle."""
+
+from __future__ import annotations
+
+import pytest
+
+from provisioning.redfish.errors import BmcUnreachable
+from provisioning.redfish.pool import SessionPool, pool_key
+
+from .conftest import lab_client
+
+
+def _key(bmc, password=None):
+    return pool_key(
+        bmc.https_url, bmc.node.username, password or bmc.node.password, bmc.cert_fingerprint
+    )
+
+
+def test_consecutive_steps_share_one_login(hall):
+    bmc = hall.bmc(0)
+    pool = SessionPool()
+    serials = []
+    for _ in range(3):
+        with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+            serials.append(client.system_info().serial)
+            assert len(bmc.node.sessions) == 1
+    assert serials == [bmc.node.serial] * 3
+    assert (pool.opened, pool.reused) == (1, 2)
+    pool.close_all()
+    assert bmc.node.sessions == {}, "a worker shutting down logs its sessions out"
+
+
+def test_a_session_the_bmc_forgot_is_opened_again(hall):
+    bmc = hall.bmc(1)
+    pool = SessionPool()
+    with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        client.system_info()
+    bmc.node.sessions.clear()  # the BMC rebooted (a BMC firmware update does this)
+    with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        assert client.system_info().serial == bmc.node.serial
+    assert len(bmc.node.sessions) == 1
+    pool.close_all()
+
+
+def test_a_client_whose_connection_failed_is_not_lent_again(hall):
+    bmc = hall.bmc(2)
+    pool = SessionPool()
+    with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        client.system_info()
+    hall.set_fault(2, "bmc_unreachable")
+    with pytest.raises(BmcUnreachable), pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        client.system_info()
+    assert pool.idle_count() == 0
+    hall.clear_fault(2)
+    with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        assert client.system_info().serial == bmc.node.serial
+    assert pool.opened == 2
+    pool.close_all()
+
+
+def test_an_idle_session_is_logged_out_not_reused(hall):
+    bmc = hall.bmc(0)
+    pool = SessionPool(idle_s=0)
+    with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        client.system_info()
+    first = set(bmc.node.sessions.values())
+    with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        client.system_info()
+        assert not first & set(bmc.node.sessions.values()), "the stale session was logged out"
+    assert pool.opened == 2
+    pool.close_all()
+
+
+def test_clients_are_shared_only_under_the_same_credentials(hall):
+    bmc = hall.bmc(0)
+    assert _key(bmc) != _key(bmc, password="another")
+    assert "another" not in repr(_key(bmc, password="another")), "no password in the key"
