@@ -45,6 +45,7 @@ class JsonHttpServer:
         self.host = host
         self.port = port
         self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task] = set()
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._client, self.host, self.port)
@@ -53,8 +54,12 @@ class JsonHttpServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-            # Open keep-alive connections would hold wait_closed() forever on 3.11; close them.
-            await asyncio.sleep(0)
+            # Open keep-alive connections (Greenlight reuses them) would hold wait_closed()
+            # forever on 3.11 and leave tasks behind: end them, as a reboot would.
+            others = self._connections - {asyncio.current_task()}
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
             self._server = None
 
     @property
@@ -62,6 +67,9 @@ class JsonHttpServer:
         return f"http://{self.host}:{self.port}"
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
         try:
             while True:
                 request = await _read_request(reader)
@@ -77,6 +85,7 @@ class JsonHttpServer:
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
+            self._connections.discard(task)
             writer.close()
 
 

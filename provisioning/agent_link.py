@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import httpx
@@ -15,6 +16,21 @@ from .errors import AgentRefused, AgentUnavailable
 from .models import AgentCommand, AgentSession, Run
 
 TIMEOUT = httpx.Timeout(5.0, connect=2.0)
+
+_http: httpx.Client | None = None
+_http_lock = threading.Lock()
+
+
+def agent_http() -> httpx.Client:
+    """The process's one client for agents: building a client per call (TLS context, pool) cost
+    more CPU than the calls themselves. httpx clients are safe to share between threads."""
+    global _http
+    with _http_lock:
+        if _http is None:
+            _http = httpx.Client(
+                timeout=TIMEOUT, limits=httpx.Limits(max_connections=256, keepalive_expiry=30)
+            )
+        return _http
 
 
 def live_session(node: Node, environment: str | None = None) -> AgentSession | None:
@@ -30,8 +46,7 @@ def _call(
 ) -> httpx.Response:
     headers = {"Authorization": f"Bearer {token_of(session)}"}
     try:
-        with httpx.Client(timeout=TIMEOUT) as http:
-            return http.request(method, session.agent_url + path, json=body, headers=headers)
+        return agent_http().request(method, session.agent_url + path, json=body, headers=headers)
     except httpx.TransportError as exc:
         raise AgentUnavailable(f"agent of {session.node.serial} did not answer: {exc}") from None
 
