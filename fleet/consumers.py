@@ -18,11 +18,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     """Streams the changes of one rack, site, node, or the whole fleet to a signed-in browser.
 
     Events are folded per node and sent at most once per GREENLIGHT_LIVE_COALESCE_MS, so a busy
-    site never floods a browser; each batch carries the newest event id as its sequence number.
+    site never floods a browser; the first change after a quiet window goes out at once. Each
+    batch carries the newest event id as its sequence number.
     """
 
     group: str | None = None
     flush_task: asyncio.Task | None = None
+    last_sent: float = float("-inf")
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -55,13 +57,23 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
 
     async def live_event(self, message: dict) -> None:
         self.buffer.add(message["event"])
-        if self.flush_task is None:
-            self.flush_task = asyncio.ensure_future(self._flush_after_window())
+        if self.flush_task is not None:
+            return  # a batch is already due: this event rides with it
+        wait = self.last_sent + self.window - asyncio.get_running_loop().time()
+        if wait <= 0:
+            # Quiet until now: send at once, so a lone change reaches the browser without delay.
+            await self._send_batch()
+        else:
+            self.flush_task = asyncio.ensure_future(self._flush_after(wait))
 
-    async def _flush_after_window(self) -> None:
-        # A timer, not a wait on work: the window is how long we let events pile up per batch.
-        await asyncio.sleep(self.window)
+    async def _flush_after(self, wait: float) -> None:
+        # A timer, not a wait on work: at most one batch per window, however busy the site.
+        await asyncio.sleep(wait)
         self.flush_task = None
+        await self._send_batch()
+
+    async def _send_batch(self) -> None:
+        self.last_sent = asyncio.get_running_loop().time()
         batch = self.buffer.take()
         if batch is not None:
             with contextlib.suppress(Exception):

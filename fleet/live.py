@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
 from typing import Any, Literal, TypedDict
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 logger = logging.getLogger(__name__)
@@ -110,7 +111,33 @@ FLEET_GROUP = "fleet"
 
 
 class LivePublisher:
-    """The only sender of group messages. Consumers receive them as `live.event`."""
+    """The only sender of group messages. Consumers receive them as `live.event`.
+
+    Sends go through one event loop per process, kept running in a thread of its own: the
+    channel layer keeps its Redis connections per loop, so a fresh loop per event (what
+    async_to_sync does from a worker thread) paid a new connection for every event.
+    """
+
+    # Long enough for a busy Redis, short enough that a dead one cannot stall a worker's step.
+    SEND_TIMEOUT_S = 5.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            alive = self._thread is not None and self._thread.is_alive()
+            if self._loop is None or not alive or self._pid != os.getpid():
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="live-publisher", daemon=True
+                )
+                self._thread.start()
+                self._pid = os.getpid()
+            return self._loop
 
     def publish_event(self, payload: EventPayload, groups: list[str]) -> None:
         layer = get_channel_layer()
@@ -129,9 +156,12 @@ class LivePublisher:
                     # caller.
                     logger.warning("live update to %s not sent: %s", group, result)
 
-        # One hop into the event loop for every group, not one per group: this runs for every
-        # event of every node in a bring-up.
-        async_to_sync(send_all)()
+        future = asyncio.run_coroutine_threadsafe(send_all(), self._event_loop())
+        try:
+            future.result(timeout=self.SEND_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            logger.warning("live update not sent within %ss: Redis is slow", self.SEND_TIMEOUT_S)
 
 
 publisher = LivePublisher()
