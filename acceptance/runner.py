@@ -87,11 +87,12 @@ def tools_for(gate: str, ctx: PhaseContext, thresholds: dict[str, float]) -> lis
     if gate == GateName.NVBANDWIDTH:
         return [{"tool": "nvbandwidth", "duration_s": 300}]
     if gate == GateName.FABRIC:
-        # One run per rail (NCCL_IB_HCA=mlx5_k) with each partner: a slow NIC is then named,
-        # not just "the fabric".
+        # One run per rail (NCCL_IB_HCA=mlx5_k, the GPU on that rail) with each partner: a slow
+        # NIC is then named, not just "the fabric". A partner's rails run together (each has
+        # its own GPU and NIC); partners follow one another, so no two runs share a NIC.
         return [
             {"tool": "nccl", "key": f"nccl:{peer}:{rail}", "peer": peer, "rail": rail,
-             "duration_s": 60}
+             "together": f"nccl:{peer}", "duration_s": 60}
             for peer in fabric_partners(ctx.node)
             for rail in range(ctx.node.sku.nic_count)
         ]  # fmt: skip

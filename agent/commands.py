@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -156,16 +157,36 @@ async def run_tool(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log
 
 
 async def run_tools(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
-    """Run several tools one after another (a gate's tools); outputs keyed by each tool's key."""
+    """Run a gate's tools one after another; outputs keyed by each tool's key.
+
+    Consecutive tools with the same "together" label run at the same time: the per-rail NCCL
+    runs with one peer each use their own GPU and NIC, so running them one by one would only
+    multiply the gate's length by the number of rails.
+    """
     outputs: dict[str, str] = {}
     exit_codes: dict[str, int] = {}
-    for spec in params.get("tools", []):
-        tool = spec["tool"]
-        if tool not in protocol.TOOLS:
-            raise CommandFailed(f"unknown tool {tool!r}", {"outputs": outputs})
-        key = spec.get("key", tool)
-        exit_codes[key], outputs[key] = await hw.run_tool(tool, spec, log)
+    specs = params.get("tools", [])
+    for spec in specs:
+        if spec["tool"] not in protocol.TOOLS:
+            raise CommandFailed(f"unknown tool {spec['tool']!r}", {"outputs": outputs})
+    for batch in _batches(specs):
+        results = await asyncio.gather(*(hw.run_tool(s["tool"], s, log) for s in batch))
+        for spec, (code, output) in zip(batch, results, strict=True):
+            key = spec.get("key", spec["tool"])
+            exit_codes[key], outputs[key] = code, output
     return {"outputs": outputs, "exit_codes": exit_codes}
+
+
+def _batches(specs: list[dict]) -> list[list[dict]]:
+    """Runs of consecutive specs sharing a "together" label; an unlabelled spec runs alone."""
+    batches: list[list[dict]] = []
+    for spec in specs:
+        label = spec.get("together")
+        if batches and label is not None and batches[-1][0].get("together") == label:
+            batches[-1].append(spec)
+        else:
+            batches.append([spec])
+    return batches
 
 
 def _name(kind: str, device: dict) -> str:

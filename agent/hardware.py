@@ -91,6 +91,12 @@ TOOL_COMMANDS: dict[str, Callable[[dict], list[str]]] = {
         ",".join(p.get("hosts", [])),
         "-np",
         str(p.get("ranks", 16)),
+        # One rail: that rail's NIC and the GPU beside it, on both nodes.
+        *(
+            ["-x", f"NCCL_IB_HCA=mlx5_{p['rail']}", "-x", f"CUDA_VISIBLE_DEVICES={p['rail']}"]
+            if p.get("rail") is not None
+            else []
+        ),
         "all_reduce_perf",
         "-b",
         "8",

@@ -63,3 +63,36 @@ def test_a_dropped_download_is_retried(tmp_path):
 )
 def test_the_strongest_supported_crypto_erase_is_chosen(drive, method):
     assert choose_erase_method(drive) == method
+
+
+class _OverlapHardware:
+    """Hardware whose tools report how many of them were running at once."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.peak: dict[str, int] = {}
+
+    async def run_tool(self, tool: str, params: dict, log) -> tuple[int, str]:
+        self.running += 1
+        await asyncio.sleep(0.01)
+        self.peak[params["key"]] = self.running
+        await asyncio.sleep(0.01)
+        self.running -= 1
+        return 0, f"output of {params['key']}"
+
+
+def test_a_partners_rails_run_together_and_partners_one_after_another():
+    from agent.commands import run_tools
+
+    specs = [
+        {"tool": "nccl", "key": f"nccl:{peer}:{rail}", "together": f"nccl:{peer}"}
+        for peer in ("A", "B")
+        for rail in range(4)
+    ] + [{"tool": "xid", "key": "xid"}]
+    hw = _OverlapHardware()
+    result = asyncio.run(run_tools(hw, None, {"tools": specs}, print))
+    assert result["outputs"]["nccl:B:3"] == "output of nccl:B:3"
+    assert result["exit_codes"] == {spec["key"]: 0 for spec in specs}
+    # The four rails of one partner overlapped; never a rail of A beside a rail of B.
+    assert {hw.peak[f"nccl:{p}:{r}"] for p in "AB" for r in range(4)} == {4}
+    assert hw.peak["xid"] == 1
