@@ -84,7 +84,8 @@ def excuse_lateness(run: Run, late: timedelta) -> None:
     A phase limit measures the node, not the control plane: if every worker was down for an
     hour, the node must not be failed for a wait that nobody was there to end.
     """
-    if late > timedelta(0):
+    # Under a second late is the ordinary delay of a queue, not worth a write on every step.
+    if late > timedelta(seconds=1):
         run.phases.filter(status__in=(PhaseStatus.RUNNING, PhaseStatus.WAITING)).update(
             deadline_at=F("deadline_at") + late
         )
@@ -199,7 +200,6 @@ def wait(run: Run, record: PhaseRecord, ctx: PhaseContext, reason: str, seconds:
     record.wait_reason = text[:300]
     record.save(update_fields=["status", "wait_reason"])
     due = timezone.now() + clock.real_delta(seconds)
-    Run.objects.filter(pk=run.pk).update(wait_reason=text[:300])
     if first_time:
         record_event(
             run.node,
@@ -208,7 +208,7 @@ def wait(run: Run, record: PhaseRecord, ctx: PhaseContext, reason: str, seconds:
             message=f"{record.phase}: {reason}",
             data={"run": run.pk, "phase": record.phase},
         )
-    hand_over(run, due)
+    hand_over(run, due, wait_reason=text[:300])
 
 
 def transient_failure(

@@ -28,8 +28,10 @@ def send_step(run_id: int, step: int, countdown: float = 0.0) -> None:
     transaction.on_commit(send)
 
 
-def hand_over(run: Run, due: datetime) -> None:
+def hand_over(run: Run, due: datetime, wait_reason: str | None = None) -> None:
     """End the current step: the run waits until `due` (or now, if it was nudged meanwhile).
+
+    `wait_reason`, when given, is written with it (what the run is waiting for).
 
     `next_look_at` is written first: if the message is lost (Redis flushed, worker killed), the
     sweep finds the run overdue and sends it again.
@@ -41,9 +43,10 @@ def hand_over(run: Run, due: datetime) -> None:
         return
     if fresh["nudged_at"] and claimed_at and fresh["nudged_at"] >= claimed_at:
         due = now
-    Run.objects.filter(pk=run.pk, step=fresh["step"], status=RunStatus.RUNNING).update(
-        status=RunStatus.WAITING, next_look_at=due
-    )
+    fields = {"status": RunStatus.WAITING, "next_look_at": due}
+    if wait_reason is not None:
+        fields["wait_reason"] = wait_reason
+    Run.objects.filter(pk=run.pk, step=fresh["step"], status=RunStatus.RUNNING).update(**fields)
     send_step(run.pk, fresh["step"], max((due - now).total_seconds(), 0.0))
 
 
