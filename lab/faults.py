@@ -46,6 +46,14 @@ CATALOG: dict[str, FaultSpec] = {
         ),
         FaultSpec("slow_reset", "transient", "system", "resets take longer", "factor", "20"),
         FaultSpec(
+            "slow_reset_once",
+            "transient",
+            "system",
+            "the next reset takes longer (memory retraining after a firmware change)",
+            "factor",
+            "3",
+        ),
+        FaultSpec(
             "power_on_ignored",
             "transient",
             "bmc",

@@ -101,10 +101,14 @@ class LabNode:
     def _after(self, now: float, seconds: float, effect: Callable[[], None]) -> None:
         self._timers.append((now + seconds, next(self._seq), effect))
 
-    def _slow(self, seconds: float) -> float:
+    def _slowness(self) -> float:
+        """How many times longer this power action takes than a healthy node's."""
         if self.faults.has("slow_reset"):
-            return seconds * float(self.faults.param("slow_reset") or 20)
-        return seconds
+            return float(self.faults.param("slow_reset") or 20)
+        once = self.faults.param("slow_reset_once")
+        if self.faults.consume("slow_reset_once"):
+            return float(once or 3)
+        return 1.0
 
     # -- power ------------------------------------------------------------------------------
 
@@ -120,7 +124,7 @@ class LabNode:
                 if reset_type != "PushPowerButton" and self.faults.consume("power_on_ignored"):
                     return ""  # answered 204, nothing happens: the caller must read back
                 self.power = "PoweringOn"
-                self._after(now, self._slow(BOOT_SECONDS), self._boot)
+                self._after(now, BOOT_SECONDS * self._slowness(), self._boot)
             elif reset_type in ("On", "ForceOn"):
                 return ""  # already on or on its way: nothing to do
             elif reset_type in ("ForceOff", "GracefulShutdown", "PushPowerButton"):
@@ -130,13 +134,14 @@ class LabNode:
                     POWER_OFF_SECONDS if reset_type != "GracefulShutdown" else GRACEFUL_OFF_SECONDS
                 )
                 self.power = "PoweringOff"
-                self._after(now, self._slow(delay), self._off)
+                self._after(now, delay * self._slowness(), self._off)
             elif reset_type in ("ForceRestart", "GracefulRestart", "PowerCycle"):
                 if self.power == "Off":
                     return "the system is off; power it on instead"
                 self.power = "PoweringOff"
-                self._after(now, self._slow(POWER_OFF_SECONDS), self._off)
-                self._after(now, self._slow(POWER_OFF_SECONDS + BOOT_SECONDS), self._power_up)
+                slow = self._slowness()
+                self._after(now, POWER_OFF_SECONDS * slow, self._off)
+                self._after(now, (POWER_OFF_SECONDS + BOOT_SECONDS) * slow, self._power_up)
             else:
                 return f"reset type {reset_type} is not supported"
             return ""

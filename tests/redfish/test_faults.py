@@ -143,3 +143,16 @@ def test_concurrent_requests_to_one_bmc_are_capped(hall):
         slot.release()
     worker.join()
     client.close()
+
+
+def test_slow_reset_once_slows_only_the_next_reset(hall):
+    hall.set_fault(1, "slow_reset_once:20")
+    with lab_client(hall.bmc(1)) as client:
+        client.reset(PowerAction.ON)
+        hall.advance(BOOT)
+        assert client.power_state() is PowerState.POWERING_ON
+        hall.advance(30 * 20)
+        assert client.power_state() is PowerState.ON
+        client.reset(PowerAction.RESTART)
+        hall.advance(BOOT)
+        assert client.power_state() is PowerState.ON, "the second reset is a healthy one"
