@@ -8,11 +8,12 @@ event-to-browser latency of a WebSocket client watching every rack.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import asdict
@@ -24,12 +25,14 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Sum
 from django.test import Client
+from django.utils import timezone
 
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Rack
 from fleet.roles import SITE_TECH
 from provisioning.models import PhaseRecord, Run
 
+from . import processes
 from .run import LabRun, LabRunConfig, healthy_ok
 
 
@@ -46,13 +49,29 @@ class ResourceSampler:
     def __init__(self, web, workers):
         self.procs = {"web": [psutil.Process(web.pid)]}
         self.procs["workers"] = [psutil.Process(w.pid) for w in workers]
+        # The lab (BMCs, agents, artifacts) runs in this process: not orchestration, but it
+        # shares the cores, so its cost is reported beside it.
+        self.procs["lab"] = [psutil.Process()]
         self.peak_worker_rss = 0
         self.cpu: dict[int, float] = {}
+        self.role: dict[int, str] = {}
+        self.baseline: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def start(self) -> None:
+        self.sample()
+        # The lab process did the calibration and the set-up before: count from here.
+        self.baseline = {pid: cpu for pid, cpu in self.cpu.items() if self.role[pid] == "lab"}
         self._thread.start()
+
+    def cpu_s(self, *roles: str) -> float:
+        """CPU seconds used by processes of these roles since start()."""
+        return sum(
+            cpu - self.baseline.get(pid, 0.0)
+            for pid, cpu in self.cpu.items()
+            if self.role[pid] in roles
+        )
 
     def _loop(self) -> None:
         while not self._stop.wait(1.0):
@@ -64,6 +83,7 @@ class ResourceSampler:
                 try:
                     times = proc.cpu_times()
                     self.cpu[proc.pid] = times.user + times.system
+                    self.role[proc.pid] = role
                     if role == "workers":
                         rss = proc.memory_info().rss
                         self.peak_worker_rss = max(self.peak_worker_rss, rss)
@@ -77,76 +97,57 @@ class ResourceSampler:
 
 
 class LiveWatcher:
-    """A WebSocket client subscribed to every rack, noting when each batch arrives."""
+    """A WebSocket client subscribed to every rack (lab/live_watch.py, a process of its own)."""
 
-    def __init__(self, web_url: str, rack_ids: list[int]):
+    def __init__(self, web_url: str, rack_ids: list[int], out: Path):
         self.web_url = web_url
         self.rack_ids = rack_ids
+        self.out = out
         self.received: list[tuple[float, dict]] = []
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        user, _ = User.objects.get_or_create(username="bench-watcher")
+        self.proc: subprocess.Popen | None = None
         from django.contrib.auth.models import Group
 
+        user, _ = User.objects.get_or_create(username="bench-watcher")
         user.groups.add(Group.objects.get(name=SITE_TECH))
         client = Client(HTTP_HOST="127.0.0.1")
         client.force_login(user)
         self.cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
-        self._ready = threading.Event()
 
     def start(self) -> None:
-        self._thread.start()
-        self._ready.wait(30)
-
-    def _run(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._loop.run_until_complete(self._watch_all())
-
-    async def _watch_all(self) -> None:
-        import aiohttp
-
-        self._stop = asyncio.Event()
-        port = self.web_url.rsplit(":", 1)[1]
-        headers = {"Origin": f"http://127.0.0.1:{port}", "Cookie": f"sessionid={self.cookie}"}
-        base = self.web_url.replace("http://", "ws://")
-        async with aiohttp.ClientSession() as http:
-            sockets = [
-                await http.ws_connect(f"{base}/ws/rack/{rack_id}/", headers=headers)
-                for rack_id in self.rack_ids
-            ]
-            self._ready.set()
-            readers = [asyncio.ensure_future(self._read(ws)) for ws in sockets]
-            await self._stop.wait()
-            for ws in sockets:
-                await ws.close()
-            await asyncio.gather(*readers, return_exceptions=True)
-
-    async def _read(self, ws) -> None:
-        async for msg in ws:
-            if msg.type.name == "TEXT":
-                self.received.append((time.time(), json.loads(msg.data)))
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lab.live_watch", "--url", self.web_url,
+             "--cookie", self.cookie, "--out", str(self.out), *map(str, self.rack_ids)],
+            cwd=processes.ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            processes.stop(self.proc)
+            raise RuntimeError("the live watcher did not connect")
+        self.connected_at = timezone.now()
 
     def stop(self) -> None:
-        if self._loop and self._stop:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout=10)
+        if self.proc is not None:
+            processes.stop(self.proc)
+        with self.out.open() as lines:
+            self.received = [(r["at"], r["batch"]) for r in map(json.loads, lines)]
 
-    def latencies_ms(self) -> list[float]:
-        """For each event, the time from its commit to the first batch that carried it."""
-        rows = Event.objects.filter(node__rack_id__in=self.rack_ids).values_list(
-            "pk", "node_id", "created_at"
-        )
-        events = {pk: (node_id, created.timestamp()) for pk, node_id, created in rows}
-        by_node: dict[int, list[tuple[int, float]]] = {}
-        for pk, (node_id, at) in sorted(events.items()):
-            by_node.setdefault(node_id, []).append((pk, at))
-        out = []
+    def latencies_ms(self) -> dict[str, list[float]]:
+        """For each event, the time from its commit to the first batch that carried it, by kind."""
+        # Events from before the watcher connected (enrollment) were never sent to it.
+        rows = Event.objects.filter(
+            node__rack_id__in=self.rack_ids, created_at__gte=self.connected_at
+        ).values_list("pk", "node_id", "created_at", "kind")
+        by_node: dict[int, list[tuple[int, float, str]]] = {}
+        for pk, node_id, created, kind in sorted(rows):
+            by_node.setdefault(node_id, []).append((pk, created.timestamp(), kind))
+        out: dict[str, list[float]] = {}
         for received_at, batch in sorted(self.received, key=lambda r: r[0]):
             for key, change in (batch.get("nodes") or {}).items():
                 queue = by_node.get(int(key), [])
                 while queue and queue[0][0] <= change["seq"]:
-                    out.append((received_at - queue.pop(0)[1]) * 1000)
+                    _, at, kind = queue.pop(0)
+                    out.setdefault(kind, []).append((received_at - at) * 1000)
         return out
 
 
@@ -168,7 +169,8 @@ def state_plot(path: Path, speed: float, start: float, node_ids: list[int]) -> N
         s: [(0.0, counts.get(s, 0))] for s in NodeState.values
     }
     for created, data in (
-        Event.objects.filter(kind=EventKind.STATE_CHANGED)
+        # Only the deployment's nodes: the calibration rack's events share the database.
+        Event.objects.filter(kind=EventKind.STATE_CHANGED, node_id__in=node_ids)
         .order_by("pk")
         .values_list("created_at", "data")
     ):
@@ -199,9 +201,13 @@ def state_plot(path: Path, speed: float, start: float, node_ids: list[int]) -> N
 
 
 def calibrate(config: LabRunConfig, log_dir: Path) -> float:
-    """One node's uncontended lab time: a healthy pair (the fabric gate needs a partner)."""
-    # Another seed: the calibration pair must not share serials with the deployment's nodes.
-    single = LabRunConfig(**{**asdict(config), "nodes": 2, "faults": "none", "racks": 1,
+    """One node's uncontended lab time: the median of a small healthy rack.
+
+    Five nodes, because from five up the fabric gate gives every node four partners, as in the
+    deployment's racks: a pair would give each node one partner and a shorter fabric gate.
+    """
+    # Another seed: the calibration nodes must not share serials with the deployment's nodes.
+    single = LabRunConfig(**{**asdict(config), "nodes": 5, "faults": "none", "racks": 1,
                              "workers": 1, "rack": "CAL-R01", "site": "calibration",
                              "seed": config.seed + 500})  # fmt: skip
     with LabRun(single, log_dir=log_dir / "calibration") as lab:
@@ -220,7 +226,7 @@ def run_bench(config: LabRunConfig, log_dir: Path, plot: Path) -> dict[str, Any]
         racks = list(
             Rack.objects.filter(nodes__in=lab.nodes).distinct().values_list("pk", flat=True)
         )
-        watcher = LiveWatcher(lab.env_url, racks)
+        watcher = LiveWatcher(lab.env_url, racks, log_dir / "live-batches.jsonl")
         watcher.start()
         sampler = ResourceSampler(lab.web, lab.workers)
         sampler.start()
@@ -241,11 +247,12 @@ def run_bench(config: LabRunConfig, log_dir: Path, plot: Path) -> dict[str, Any]
         makespan_lab_s = (
             (last_end - first.created_at).total_seconds() * config.speed if last_end else None
         )
-        latencies = watcher.latencies_ms()
+        by_kind = watcher.latencies_ms()
+        latencies = [ms for values in by_kind.values() for ms in values]
         state_plot(plot, config.speed, first.created_at.timestamp(), [n.pk for n in lab.nodes])
     healthy = [n for n in nodes if not n["hardware_fault"]]
     faulty = [n for n in nodes if n["hardware_fault"]]
-    cpu_s = sum(sampler.cpu.values())
+    cpu_s = sampler.cpu_s("web", "workers")
     return {
         "nodes": len(nodes),
         "racks": config.racks,
@@ -261,6 +268,7 @@ def run_bench(config: LabRunConfig, log_dir: Path, plot: Path) -> dict[str, Any]
         "makespan_ratio": round(makespan_lab_s / single_node_lab_s, 3) if makespan_lab_s else None,
         "wall_s": round(wall_s, 1),
         "cpu_s_per_node": round(cpu_s / max(len(nodes), 1), 3),
+        "lab_cpu_s_per_node": round(sampler.cpu_s("lab") / max(len(nodes), 1), 3),
         "tasks_per_s": round(steps / wall_s, 1),
         "queries_per_phase": round(queries_logged(queries_dir) / max(phases, 1), 1),
         "worker_peak_rss_mb": round(sampler.peak_worker_rss / 2**20, 1),
@@ -268,6 +276,7 @@ def run_bench(config: LabRunConfig, log_dir: Path, plot: Path) -> dict[str, Any]
             "p50": _round(percentile(latencies, 0.5)),
             "p99": _round(percentile(latencies, 0.99)),
             "events": len(latencies),
+            "p99_by_kind": {k: _round(percentile(v, 0.99)) for k, v in sorted(by_kind.items())},
         },
         "speed": config.speed,
         "workers": config.workers,
