@@ -31,54 +31,54 @@ def firmware_by_kind(items: list[FirmwareItem]) -> dict[str, list[FirmwareItem]]
     return out
 
 
-def _upsert(node: Node, kind: str, slot: str, fields: dict[str, Any]) -> bool:
-    """Create or update one component; True when anything changed (no write otherwise)."""
-    current = Component.objects.filter(node=node, kind=kind, slot=slot).first()
-    if current is None:
-        Component.objects.create(node=node, kind=kind, slot=slot, **fields)
-        return True
-    changed = {k: v for k, v in fields.items() if getattr(current, k) != v}
-    if changed:
-        Component.objects.filter(pk=current.pk).update(observed_at=timezone.now(), **changed)
-    return bool(changed)
+def _upsert(node: Node, rows: list[tuple[str, str, dict[str, Any]]]) -> int:
+    """Create or update components (kind, slot, fields); the number changed (no write if none).
+
+    One read of the node's components for the lot: a node has dozens, and this runs on every
+    firmware phase's verify.
+    """
+    existing = {(c.kind, c.slot): c for c in Component.objects.filter(node=node)}
+    changed = 0
+    for kind, slot, fields in rows:
+        current = existing.get((kind, slot))
+        if current is None:
+            current = Component.objects.create(node=node, kind=kind, slot=slot, **fields)
+            existing[(kind, slot)] = current
+            changed += 1
+            continue
+        delta = {k: v for k, v in fields.items() if getattr(current, k) != v}
+        if delta:
+            Component.objects.filter(pk=current.pk).update(observed_at=timezone.now(), **delta)
+            for k, v in delta.items():
+                setattr(current, k, v)
+            changed += 1
+    return changed
 
 
 def record_oob(node: Node, items: list[FirmwareItem]) -> int:
     """Record BMC, BIOS and HGX firmware as the BMC reports it; returns rows changed."""
-    changed = 0
+    rows = []
     for kind, members in firmware_by_kind(items).items():
         for index, item in enumerate(members):
             slot = kind.upper() if len(members) == 1 else f"{kind.upper()} {index}"
-            changed += _upsert(
-                node,
-                kind,
-                slot,
-                {
-                    "model": item.name,
-                    "firmware_version": item.version,
-                    "updateable": item.updateable,
-                },
-            )
-    return changed
+            fields = {"model": item.name, "firmware_version": item.version,
+                      "updateable": item.updateable}  # fmt: skip
+            rows.append((kind, slot, fields))
+    return _upsert(node, rows)
 
 
 def record_inband(node: Node, inventory: dict[str, Any]) -> int:
     """Record GPUs, NICs, DPUs and drives as the agent reports them; returns rows changed."""
-    changed = 0
+    rows = []
     for key, kind in INBAND_KINDS.items():
+        label = {"gpus": "GPU", "nics": "NIC", "dpus": "DPU", "drives": "NVMe"}[key]
         for index, part in enumerate(inventory.get(key) or []):
-            label = {"gpus": "GPU", "nics": "NIC", "dpus": "DPU", "drives": "NVMe"}[key]
-            slot = f"{label} {part.get('index', index)}"
-            changed += _upsert(
-                node,
-                kind,
-                slot,
-                {
-                    "model": str(part.get("model", "")),
-                    "serial": str(part.get("serial", "")),
-                    "part_number": str(part.get("part_number", part.get("psid", ""))),
-                    "firmware_version": str(part.get("firmware", "")),
-                    "updateable": kind != ComponentKind.GPU,
-                },
-            )
-    return changed
+            fields = {
+                "model": str(part.get("model", "")),
+                "serial": str(part.get("serial", "")),
+                "part_number": str(part.get("part_number", part.get("psid", ""))),
+                "firmware_version": str(part.get("firmware", "")),
+                "updateable": kind != ComponentKind.GPU,
+            }
+            rows.append((kind, f"{label} {part.get('index', index)}", fields))
+    return _upsert(node, rows)

@@ -220,8 +220,10 @@ class OobFirmware(Phase):
         return reboot_into(ctx, "Pxe", "rebooting")
 
     def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
-        items = self.observe(ctx)
-        record_oob(ctx.node, ctx.bmc().firmware_inventory())
+        # One read of the inventory serves the check and the record (each is a GET per member).
+        inventory = ctx.bmc().firmware_inventory()
+        items = firmware_by_kind(inventory).get(self.kind, [])
+        record_oob(ctx.node, inventory)
         before = ctx.record.compared.get("from", "")
         if items and all(i.version == target["version"] for i in items):
             return Done(
