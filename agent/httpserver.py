@@ -45,7 +45,7 @@ class JsonHttpServer:
         self.host = host
         self.port = port
         self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.Task] = set()
+        self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._client, self.host, self.port)
@@ -56,10 +56,13 @@ class JsonHttpServer:
             self._server.close()
             # Open keep-alive connections (Greenlight reuses them) would hold wait_closed()
             # forever on 3.11 and leave tasks behind: end them, as a reboot would.
-            others = self._connections - {asyncio.current_task()}
-            for task in others:
-                task.cancel()
-            await asyncio.gather(*others, return_exceptions=True)
+            # Closing the socket ends the task's read quietly; cancelling it would make
+            # asyncio's stream callback log the CancelledError as an error.
+            others = {t: w for t, w in self._connections.items() if t is not asyncio.current_task()}
+            for writer in others.values():
+                writer.transport.abort()
+            if others:
+                await asyncio.wait(others, timeout=5)
             self._server = None
 
     @property
@@ -69,7 +72,7 @@ class JsonHttpServer:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         if task is not None:
-            self._connections.add(task)
+            self._connections[task] = writer
         try:
             while True:
                 request = await _read_request(reader)
@@ -85,7 +88,7 @@ class JsonHttpServer:
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             writer.close()
 
 

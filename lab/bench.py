@@ -215,11 +215,18 @@ def calibrate(config: LabRunConfig, log_dir: Path) -> float:
     return statistics.median(n["lab_seconds"] for n in result["nodes"])
 
 
-def run_bench(config: LabRunConfig, log_dir: Path, plot: Path) -> dict[str, Any]:
-    """Run the benchmark and return its numbers (the JSON the command writes)."""
+def run_bench(
+    config: LabRunConfig, log_dir: Path, plot: Path, single_node_lab_s: float | None = None
+) -> dict[str, Any]:
+    """Run the benchmark and return its numbers (the JSON the command writes).
+
+    `single_node_lab_s` reuses a calibration from an earlier run at the same speed and soak;
+    without it the calibration rack runs first.
+    """
     queries_dir = log_dir / "queries"
     config.extra_env = {**config.extra_env, "GREENLIGHT_QUERY_LOG_DIR": str(queries_dir)}
-    single_node_lab_s = calibrate(config, log_dir)
+    if single_node_lab_s is None:
+        single_node_lab_s = calibrate(config, log_dir)
     for stale in queries_dir.glob("*.json"):
         stale.unlink()
     with LabRun(config, log_dir=log_dir) as lab:

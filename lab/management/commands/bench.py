@@ -25,10 +25,16 @@ class Command(BaseCommand):
             default=12,
             help="threads per worker (each holds a database connection: mind max_connections)",
         )
-        parser.add_argument("--speed", type=float, default=20.0, help="lab seconds per second")
+        parser.add_argument("--speed", type=float, default=10.0, help="lab seconds per second")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--soak-hours", type=float, default=1.0)
         parser.add_argument("--timeout", type=float, default=7200.0, help="real seconds")
+        parser.add_argument(
+            "--single-node-lab-s",
+            type=float,
+            help="reuse one node's uncontended lab time from an earlier run at the same speed "
+            "and soak, instead of running the calibration rack first",
+        )
         parser.add_argument("--json", default="var/bench/bench.json")
         parser.add_argument("--plot", default="var/bench/states.png")
 
@@ -48,7 +54,9 @@ class Command(BaseCommand):
             power_batch=8,
         )
         path = Path(options["json"])
-        results = run_bench(config, path.parent / "logs", Path(options["plot"]))
+        results = run_bench(
+            config, path.parent / "logs", Path(options["plot"]), options["single_node_lab_s"]
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=2))
         for key, value in results.items():

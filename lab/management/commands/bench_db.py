@@ -21,4 +21,10 @@ class Command(BaseCommand):
                 cursor.execute(f'CREATE DATABASE "{name}"')
             admin.close()
         call_command("migrate", verbosity=0)
-        self.stdout.write(f"benchmark database ready ({connection.vendor})")
+        from greenlight.celery import app
+
+        # Steps a stopped earlier run left in the queue would only name runs that are gone.
+        purged = app.control.purge()
+        self.stdout.write(
+            f"benchmark database ready ({connection.vendor}); {purged} stale task(s) purged"
+        )
