@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import BinaryIO
 
 import httpx
 
@@ -15,16 +19,28 @@ class ArtifactMismatch(Exception):
     """The artifact at the URL is not the one the manifest names."""
 
 
-def fetch_verified(url: str, sha256: str) -> bytes:
-    """The artifact's bytes, for a BMC that only takes a pushed image; checked before use."""
-    with httpx.Client(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
-        response = http.get(url)
-    if response.status_code != 200:
-        raise ArtifactMismatch(f"{url}: HTTP {response.status_code}")
-    digest = hashlib.sha256(response.content).hexdigest()
-    if digest != sha256:
-        raise ArtifactMismatch(f"{url}: sha256 is {digest}, the manifest says {sha256}")
-    return response.content
+@contextmanager
+def fetch_verified(url: str, sha256: str) -> Iterator[BinaryIO]:
+    """The artifact as an open temporary file, for a BMC that only takes a pushed image.
+
+    Streamed to disk while its digest is computed (BMC bundles run to gigabytes) and checked
+    before use; the file is deleted when the block ends.
+    """
+    digest = hashlib.sha256()
+    with tempfile.TemporaryFile(prefix="greenlight-artifact-") as image:
+        with httpx.Client(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
+            with http.stream("GET", url) as response:
+                if response.status_code != 200:
+                    raise ArtifactMismatch(f"{url}: HTTP {response.status_code}")
+                for chunk in response.iter_bytes():
+                    digest.update(chunk)
+                    image.write(chunk)
+        if digest.hexdigest() != sha256:
+            raise ArtifactMismatch(
+                f"{url}: sha256 is {digest.hexdigest()}, the manifest says {sha256}"
+            )
+        image.seek(0)
+        yield image
 
 
 def verify_artifact(url: str, sha256: str) -> None:

@@ -196,10 +196,12 @@ class OobFirmware(Phase):
             staged = ctx.bmc().update_firmware(image_uri=target["url"], targets=[items[0].odata_id])
         except ActionNotSupported:
             # Supermicro-style BMCs take no ImageURI, only a multipart push of the image.
-            image = fetch_verified(target["url"], target["sha256"])
-            staged = ctx.bmc().update_firmware(
-                image=image, filename=target["url"].rsplit("/", 1)[-1], targets=[items[0].odata_id]
-            )
+            with fetch_verified(target["url"], target["sha256"]) as image:
+                staged = ctx.bmc().update_firmware(
+                    image=image,
+                    filename=target["url"].rsplit("/", 1)[-1],
+                    targets=[items[0].odata_id],
+                )
         ctx.set_stage(
             "updating",
             bmc_task=staged.task_monitor or "",

@@ -7,7 +7,7 @@ uses to verify. Nothing here sleeps for a long wait: task_status() is a single l
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import bios, errors, firmware, quirks
 from .models import (
@@ -342,7 +342,7 @@ class RedfishClient:
         self,
         *,
         image_uri: str | None = None,
-        image: bytes | None = None,
+        image: bytes | BinaryIO | None = None,
         filename: str = "firmware.bin",
         targets: list[str] | None = None,
     ) -> Staged:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from . import errors, quirks
 from .models import FirmwareItem, Staged, TaskState, TaskStatus
@@ -48,7 +48,7 @@ def update(
     client: RedfishClient,
     *,
     image_uri: str | None,
-    image: bytes | None,
+    image: bytes | BinaryIO | None,
     filename: str,
     targets: list[str] | None,
 ) -> Staged:
