@@ -215,9 +215,7 @@ def transient_failure(
     run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: TransientFailure
 ) -> bool:
     """Spend one unit of the transient budget and look again soon; fail when it is spent."""
-    Run.objects.filter(pk=run.pk).update(transient_used=F("transient_used") + 1)
-    run.refresh_from_db(fields=["transient_used", "transient_budget"])
-    if run.transient_used > run.transient_budget:
+    if spend(run, "transient"):
         fail_run(
             run,
             record,
@@ -225,18 +223,12 @@ def transient_failure(
             component=outcome.component or _reached_through(record.phase),
         )
         return False
-    record_event(
-        run.node,
-        EventKind.PHASE_RETRY,
-        actor_label="engine",
-        message=f"{record.phase}: transient error, retrying: {outcome.reason}",
-        data={
-            "run": run.pk,
-            "phase": record.phase,
-            "error_kind": outcome.kind,
-            "budget": "transient",
-            "used": run.transient_used,
-        },
+    retry_event(
+        run,
+        record,
+        f"{record.phase}: transient error, retrying: {outcome.reason}",
+        budget="transient",
+        error_kind=outcome.kind,
     )
     backoff = min(10.0 * run.transient_used, 120.0)
     wait(run, record, ctx, f"retrying after a transient error ({outcome.reason})", backoff)
@@ -245,9 +237,7 @@ def transient_failure(
 
 def phase_failure(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Failure) -> bool:
     """Spend one unit of the failure budget and redo the phase from observe; fail when spent."""
-    Run.objects.filter(pk=run.pk).update(failure_used=F("failure_used") + 1)
-    run.refresh_from_db(fields=["failure_used", "failure_budget"])
-    if outcome.permanent or run.failure_used > run.failure_budget:
+    if spend(run, "failure") or outcome.permanent:
         fail_run(
             run, record, outcome.reason, component=outcome.component, quarantine=outcome.quarantine
         )
@@ -256,21 +246,35 @@ def phase_failure(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Fai
     record.error = outcome.reason
     record.finished_at = timezone.now()
     record.save(update_fields=["status", "error", "finished_at"])
+    retry_event(
+        run,
+        record,
+        f"{record.phase} failed, retrying from observe: {outcome.reason}",
+        budget="failure",
+        component=outcome.component,
+    )
+    hand_over(run, timezone.now() + clock.real_delta(30))
+    return False
+
+
+def spend(run: Run, budget: str) -> bool:
+    """Spend one unit of the run's "transient" or "failure" budget; True when it is overspent."""
+    used, allowed = f"{budget}_used", f"{budget}_budget"
+    Run.objects.filter(pk=run.pk).update(**{used: F(used) + 1})
+    run.refresh_from_db(fields=[used, allowed])
+    return getattr(run, used) > getattr(run, allowed)
+
+
+def retry_event(run: Run, record: PhaseRecord, message: str, *, budget: str, **data: str) -> None:
+    """Say that a phase is retried, and on which budget, with how much of it used."""
     record_event(
         run.node,
         EventKind.PHASE_RETRY,
         actor_label="engine",
-        message=f"{record.phase} failed, retrying from observe: {outcome.reason}",
-        data={
-            "run": run.pk,
-            "phase": record.phase,
-            "component": outcome.component,
-            "budget": "failure",
-            "used": run.failure_used,
-        },
-    )
-    hand_over(run, timezone.now() + clock.real_delta(30))
-    return False
+        message=message,
+        data={"run": run.pk, "phase": record.phase, **data, "budget": budget,
+              "used": getattr(run, f"{budget}_used")},
+    )  # fmt: skip
 
 
 def needs_person(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: NeedsPerson) -> None:

@@ -68,15 +68,20 @@ def agent_heartbeat(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
 
 
+def _command_and_body(request: HttpRequest, command_id: int) -> tuple[AgentCommand, dict]:
+    """The command this request's agent may report on, and the body; AgentRefusal or ValueError."""
+    session = authenticate(
+        request.headers.get("Authorization", ""), remote=_remote(request), path=request.path
+    )
+    command = command_for(session, command_id, remote=_remote(request))
+    return command, _body(request)
+
+
 @csrf_exempt
 @require_POST
 def command_result(request: HttpRequest, command_id: int) -> JsonResponse:
     try:
-        session = authenticate(
-            request.headers.get("Authorization", ""), remote=_remote(request), path=request.path
-        )
-        command = command_for(session, command_id, remote=_remote(request))
-        body = _body(request)
+        command, body = _command_and_body(request, command_id)
     except AgentRefusal as exc:
         return _refused(exc)
     except ValueError as exc:
@@ -90,14 +95,11 @@ def command_result(request: HttpRequest, command_id: int) -> JsonResponse:
 @require_POST
 def command_log(request: HttpRequest, command_id: int) -> JsonResponse:
     try:
-        session = authenticate(
-            request.headers.get("Authorization", ""), remote=_remote(request), path=request.path
-        )
-        command = command_for(session, command_id, remote=_remote(request))
-        text = str(_body(request).get("text", ""))
+        command, body = _command_and_body(request, command_id)
     except AgentRefusal as exc:
         return _refused(exc)
     except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
+    text = str(body.get("text", ""))
     AgentCommand.objects.filter(pk=command.pk).update(output=(command.output + text)[-200_000:])
     return JsonResponse({"ok": True})
