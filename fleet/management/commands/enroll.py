@@ -23,7 +23,10 @@ class Command(BaseCommand):
         parser.add_argument("--bmc", required=True, help="BMC address, e.g. https://10.0.0.5")
         parser.add_argument("--username", required=True)
         parser.add_argument(
-            "--password", default=None, help=f"BMC password (or set {PASSWORD_ENV})"
+            "--password",
+            default=None,
+            help=f"BMC password (or set {PASSWORD_ENV}); one that starts with '-' must be "
+            "written --password=VALUE",
         )
         parser.add_argument("--rack", default=None, help="rack name, or SITE/RACK")
         parser.add_argument("--position", type=int, default=None, help="lowest U")

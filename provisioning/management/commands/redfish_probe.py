@@ -26,7 +26,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--password",
             default=None,
-            help=f"BMC password (or set {PASSWORD_ENV}, which keeps it out of the process list)",
+            help=f"BMC password (or set {PASSWORD_ENV}, which keeps it out of the process list); "
+            "one that starts with '-' must be written --password=VALUE",
         )
         group = parser.add_mutually_exclusive_group()
         group.add_argument(
