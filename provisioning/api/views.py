@@ -25,6 +25,14 @@ class RunViewSet(RunActionsMixin, viewsets.ReadOnlyModelViewSet):
     ordering = "-id"
 
 
+def sees_only_own_wipes(user) -> bool:
+    """A caller who may not see the fleet's nodes (the tenant platform) sees only its own wipes.
+
+    Otherwise one platform integration could read which nodes another tenant gave back.
+    """
+    return not user.has_perm("fleet.view_node")
+
+
 class WipeRequestViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Tenant releases. POST files one (201), or answers 200 with the same request filed before."""
 
@@ -35,6 +43,12 @@ class WipeRequestViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet)
     filterset_class = filtersets.WipeRequestFilterSet
     ordering_fields = ["id", "created_at"]
     ordering = "-id"
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if sees_only_own_wipes(self.request.user):
+            queryset = queryset.filter(requested_by=self.request.user)
+        return queryset
 
     @extend_schema(
         request=s.WipeRequestCreateSerializer,
@@ -54,7 +68,13 @@ class WipeRequestViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet)
             return Response(
                 {"detail": str(exc), "reasons": exc.reasons}, status=status.HTTP_409_CONFLICT
             )
-        wipe = self.get_queryset().get(pk=wipe.pk)
+        wipe = self.get_queryset().filter(pk=wipe.pk).first()
+        if wipe is None:
+            # The same allocation's release, filed before by a caller this one may not read.
+            return Response(
+                {"detail": "this allocation's release was already filed by another caller"},
+                status=status.HTTP_409_CONFLICT,
+            )
         body = s.WipeRequestSerializer(wipe, context=self.get_serializer_context()).data
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
@@ -65,3 +85,9 @@ class WipeCertificateViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = filtersets.WipeCertificateFilterSet
     ordering_fields = ["id", "created_at"]
     ordering = "-id"
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if sees_only_own_wipes(self.request.user):
+            queryset = queryset.filter(wipe_request__requested_by=self.request.user)
+        return queryset

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from fleet.choices import NodeState
+from fleet.roles import TENANT_PLATFORM
 from provisioning.models import Run, WipeRequest
+from tests import factories
 from tests.api.conftest import client_for
 
 from .conftest import ALLOCATION, TENANT, allocated_node
@@ -84,3 +86,23 @@ def test_the_tenant_platform_reads_wipes_but_no_nodes(tina, nodes):
     assert client.get(URL).status_code == 200
     assert client.get("/api/v1/wipe-certificates/").status_code == 200
     assert client.get("/api/v1/nodes/").status_code == 403
+
+
+def test_a_tenant_platform_token_sees_only_the_wipes_it_filed(tina, alice, nodes, rack):
+    other = factories.make_user("otto", TENANT_PLATFORM)
+    theirs = allocated_node(rack, tenant="other-tenant", allocation="alloc-other")
+    mine = client_for(tina).post(URL, _body([n.pk for n in nodes]), format="json").json()
+    filed = client_for(other).post(
+        URL,
+        {"tenant": "other-tenant", "allocation_ref": "alloc-other", "nodes": [theirs.pk]},
+        format="json",
+    )
+    assert filed.status_code == 201
+    listed = client_for(tina).get(URL).json()["results"]
+    assert [w["id"] for w in listed] == [mine["id"]]
+    assert client_for(tina).get(f"{URL}{filed.json()['id']}/").status_code == 404
+    # The same release again from another token: refused, not shown.
+    again = client_for(other).post(URL, _body([n.pk for n in nodes]), format="json")
+    assert again.status_code == 409 and "another caller" in again.json()["detail"]
+    # A fleet admin sees every tenant's releases.
+    assert len(client_for(alice).get(URL).json()["results"]) == 2
