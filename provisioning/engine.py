@@ -329,6 +329,9 @@ def fail_run(
             message=f"run failed in {record.phase}: {reason}",
             data={"run": run.pk, "status": RunStatus.FAILED, "component": component},
         )
+        from .wipes import run_ended_before_erase  # wipes builds on runs, which builds on this
+
+        run_ended_before_erase(run, f"{record.phase} failed: {reason}")
 
 
 def finish_run(run: Run) -> None:

@@ -138,6 +138,9 @@ def abort_run(run: Run, *, actor, reason: str) -> Run:
             message=f"aborted run {run.pk}: {reason}",
             data={"run": run.pk, "action": "abort"},
         )
+        from .wipes import run_ended_before_erase  # wipes imports this module
+
+        run_ended_before_erase(run, f"run aborted: {reason}")
     return run
 
 
@@ -165,6 +168,9 @@ def _reopen(run: Run, actor, why: str) -> None:
     if not reopened:
         raise RunError(f"run {run.pk} changed meanwhile; reload it")
     run.refresh_from_db()
+    from .wipes import run_reopened  # wipes imports this module
+
+    run_reopened(run)
     record_event(
         node,
         EventKind.RUN_ACTION,

@@ -169,6 +169,51 @@ def _release(wipe: WipeRequest, node: Node, actor: AbstractBaseUser) -> Run:
 # -- the erase and its certificate -------------------------------------------------------------
 
 
+def open_request_for(node: Node) -> WipeRequest | None:
+    """The newest wipe request naming the node that has no certificate for it yet."""
+    return (
+        WipeRequest.objects.filter(nodes=node)
+        .exclude(certificates__node=node)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+
+
+def run_ended_before_erase(run: Run, reason: str) -> None:
+    """A wipe run failed or was aborted before its erase was certified: its request failed.
+
+    Without this the tenant's request would say "in progress" forever. A retry of the run
+    reopens it (run_reopened).
+    """
+    if run.kind != RunKind.WIPE or WipeCertificate.objects.filter(run=run).exists():
+        return
+    node = Node.objects.get(pk=run.node_id)
+    wipe = open_request_for(node)
+    if wipe is None:
+        return
+    if WipeRequest.objects.filter(pk=wipe.pk, status=WipeStatus.IN_PROGRESS).update(
+        status=WipeStatus.FAILED
+    ):
+        record_event(
+            node,
+            EventKind.WIPE,
+            actor_label="engine",
+            message=f"wipe request {wipe.pk} failed before the erase: {reason}",
+            data={"wipe_request": wipe.pk, "run": run.pk, "result": FAILED},
+        )
+
+
+def run_reopened(run: Run) -> None:
+    """A failed wipe run retried before its erase: its request is in progress again."""
+    if run.kind != RunKind.WIPE or WipeCertificate.objects.filter(run=run).exists():
+        return
+    wipe = open_request_for(Node.objects.get(pk=run.node_id))
+    if wipe is not None and not wipe.certificates.filter(result=FAILED).exists():
+        WipeRequest.objects.filter(pk=wipe.pk, status=WipeStatus.FAILED).update(
+            status=WipeStatus.IN_PROGRESS
+        )
+
+
 def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> WipeCertificate:
     """Write the node's wipe certificate; when every drive passed, send the node on to reimage.
 
@@ -181,12 +226,7 @@ def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> W
     if already is not None:
         return already  # a repeated look at an erase that was already certified
     node = Node.objects.get(pk=run.node_id)
-    wipe = (
-        WipeRequest.objects.filter(nodes=node)
-        .exclude(certificates__node=node)
-        .order_by("-created_at", "-pk")
-        .first()
-    )
+    wipe = open_request_for(node)
     if wipe is None:
         raise WipeError(f"no open wipe request names node {node.serial}")
     entries = certificate_drives(node, drives)

@@ -126,3 +126,24 @@ def test_people_without_the_permission_are_refused(request, nodes, who):
         request_wipe(nodes, TENANT, ALLOCATION, actor)
     assert not WipeRequest.objects.exists()
     assert {n.state for n in nodes} == {NodeState.IN_SERVICE}
+
+
+def test_a_wipe_run_that_fails_before_the_erase_fails_its_request_until_retried(alice, nodes):
+    from provisioning.engine import fail_run
+    from provisioning.runs import abort_run, retry_run
+
+    wipe = request_wipe(nodes, TENANT, ALLOCATION, alice)
+    first, second = (Run.objects.get(node=node) for node in nodes)
+    fail_run(first, first.phases.get(phase="drain"), "the scheduler would not drain the node")
+    wipe.refresh_from_db()
+    assert wipe.status == WipeStatus.FAILED, "not 'in progress' for ever"
+    said = (
+        Event.objects.filter(kind=EventKind.WIPE, data__wipe_request=wipe.pk).order_by("pk").last()
+    )
+    assert "failed before the erase: drain failed" in said.message
+    retry_run(Run.objects.get(pk=first.pk), actor=alice, reason="scheduler fixed")
+    wipe.refresh_from_db()
+    assert wipe.status == WipeStatus.IN_PROGRESS
+    abort_run(Run.objects.get(pk=second.pk), actor=alice, reason="pulled from the rack")
+    wipe.refresh_from_db()
+    assert wipe.status == WipeStatus.FAILED
