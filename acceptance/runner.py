@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from agent import protocol
 from fleet.models import Component, Node
+from provisioning.choices import CommandStatus
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Done, Failure, Outcome
 from provisioning.phases.base import Phase, PhaseContext
@@ -166,19 +167,59 @@ class GatePhase(Phase):
     def execute(self, ctx: PhaseContext) -> Outcome:
         thresholds = profile_thresholds(ctx, self.gate)
         if ctx.record.stage == "":
-            tools = tools_for(self.gate, ctx, thresholds)
-            if not tools:
-                verdict = GateVerdict(Verdict.ERROR, error="no partner node in the rack")
-                store(ctx, self.gate, {}, verdict)
-                return outcome_of(self.gate, verdict)
-            return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, "running")
+            return self.send_tools(ctx, thresholds)
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
+        if ctx.record.stage == "resetting":
+            if command.status == CommandStatus.FAILED:
+                parts = ", ".join(ctx.record.compared.get("gpus_reset") or []) or "GPU"
+                return Failure(
+                    f"{self.gate}: the GPU reset failed: {command.output[-300:]}",
+                    component=parts,
+                    permanent=True,
+                    quarantine=True,
+                )
+            return self.send_tools(ctx, thresholds)
         outputs = (command.result or {}).get("outputs") or {}
         verdict = judge(self.gate, ctx, outputs, thresholds)
+        already = list(ctx.record.compared.get("gpus_reset") or [])
+        if verdict.verdict == Verdict.PASS:
+            to_reset = [p for p in verdict.reset_required if p not in already and gpu_index(p) >= 0]
+            if to_reset:
+                return self.reset_gpus(ctx, already + to_reset, to_reset)
         store(ctx, self.gate, outputs, verdict)
-        return outcome_of(self.gate, verdict)
+        outcome = outcome_of(self.gate, verdict)
+        if already and isinstance(outcome, Done):
+            # The XID was seen once, the GPU reset, the gate run again without a recurrence.
+            outcome.compared["reset_and_cleared"] = already
+        return outcome
+
+    def send_tools(self, ctx: PhaseContext, thresholds: dict[str, float]) -> Outcome:
+        tools = tools_for(self.gate, ctx, thresholds)
+        if not tools:
+            verdict = GateVerdict(Verdict.ERROR, error="no partner node in the rack")
+            store(ctx, self.gate, {}, verdict)
+            return outcome_of(self.gate, verdict)
+        return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, "running")
+
+    def reset_gpus(self, ctx: PhaseContext, reset: list[str], now: list[str]) -> Outcome:
+        """XID 63/94 once: reset those GPUs (applies the row remap) and run the gate again.
+
+        A recurrence after the reset is a fault the XID parser calls critical, so the rerun
+        fails the part; the same single XID in the kernel log is then the one already cleared.
+        """
+        ctx.record.compared = {**ctx.record.compared, "gpus_reset": reset}
+        ctx.record.save(update_fields=["compared"])
+        return send_command(
+            ctx, protocol.RESET_GPUS, {"gpus": [gpu_index(p) for p in now]}, "resetting"
+        )
+
+
+def gpu_index(part: str) -> int:
+    """3 for "GPU 3"; -1 for a part that is not a GPU (it cannot be reset this way)."""
+    name, _, index = part.partition(" ")
+    return int(index) if name == "GPU" and index.isdigit() else -1
 
 
 @cache

@@ -177,6 +177,16 @@ async def run_tools(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Lo
     return {"outputs": outputs, "exit_codes": exit_codes}
 
 
+async def reset_gpus(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
+    """Reset the GPUs a gate named (XID 63/94 once); nothing may be running on them."""
+    done = []
+    for index in params.get("gpus", []):
+        await hw.reset_gpu(int(index), log)
+        log(f"GPU {index} reset")
+        done.append(int(index))
+    return {"reset": done}
+
+
 def _batches(specs: list[dict]) -> list[list[dict]]:
     """Runs of consecutive specs sharing a "together" label; an unlabelled spec runs alone."""
     batches: list[list[dict]] = []
@@ -201,4 +211,5 @@ COMMANDS: dict[str, Command] = {
     protocol.INSTALL_OS: install_os,
     protocol.RUN_TOOL: run_tool,
     protocol.RUN_TOOLS: run_tools,
+    protocol.RESET_GPUS: reset_gpus,
 }

@@ -58,6 +58,10 @@ class Hardware(abc.ABC):
     async def run_tool(self, tool: str, params: dict, log: Log) -> tuple[int, str]:
         """Run an acceptance tool; return (exit code, its raw output)."""
 
+    @abc.abstractmethod
+    async def reset_gpu(self, index: int, log: Log) -> None:
+        """Reset one GPU (applies a pending row remap, clears a contained ECC error)."""
+
 
 async def run(
     cmd: list[str], log: Log | None = None, timeout: float | None = None
@@ -238,6 +242,13 @@ class SystemHardware(Hardware):
         if tool == "soak":
             return await self.soak(params, log)
         return await run(TOOL_COMMANDS[tool](params), log)
+
+    async def reset_gpu(self, index: int, log: Log) -> None:
+        code, output = await run(["nvidia-smi", "--gpu-reset", "-i", str(index)], log)
+        if code != 0:
+            raise HardwareError(
+                f"GPU {index}: nvidia-smi --gpu-reset exited {code}: {output[-300:]}"
+            )
 
     async def attestation_report(self) -> dict[str, Any]:
         """What this boot measured: the image on disk, its signature check, firmware versions.

@@ -31,7 +31,10 @@ SECURE_ERASE = "secure_erase"
 INSTALL_OS = "install_os"
 RUN_TOOL = "run_tool"
 RUN_TOOLS = "run_tools"
-COMMAND_KINDS = (INVENTORY, FLASH_FIRMWARE, SECURE_ERASE, INSTALL_OS, RUN_TOOL, RUN_TOOLS)
+RESET_GPUS = "reset_gpus"
+COMMAND_KINDS = (
+    INVENTORY, FLASH_FIRMWARE, SECURE_ERASE, INSTALL_OS, RUN_TOOL, RUN_TOOLS, RESET_GPUS,
+)  # fmt: skip
 
 # Tools run_tool may run (the acceptance gates' tools).
 TOOLS = (

@@ -47,6 +47,7 @@ SIGNING_KEY = "lab-signing-key-1"
 ERASE_SECONDS = 20.0
 INSTALL_SECONDS = 240.0
 AGENT_GONE_SECONDS = 60.0
+GPU_RESET_SECONDS = 15.0
 MARGINAL_S = 1800
 
 
@@ -69,6 +70,8 @@ def in_band_faults(node: LabNode) -> list[dict[str, Any]]:
             out.append({"name": "slow_nic", "component": "NIC 0", "ratio": float(param or 0.6)})
         elif name == "nvswitch_topology":
             out.append({"name": "nvswitch_topology", "component": f"GPU {param or 5}"})
+        elif name == "gpu_row_remap":
+            out.append({"name": "row_remap_event", "component": f"GPU {param or 2}"})
         elif name in ("nvme_errors", "ecc_uncorrectable", "thermal_throttle", "row_remap_event"):
             out.append({"name": name, "component": param})
     return out
@@ -225,6 +228,10 @@ class LabHardware(Hardware):
         if tool == "attestation":
             return 0, json.dumps(self.attestation_report())
         return 127, f"{tool}: command not found"
+
+    async def reset_gpu(self, index: int, log: Log) -> None:
+        await self._take(GPU_RESET_SECONDS)
+        self.state.gpu_resets[index] = self.state.gpu_resets.get(index, 0) + 1
 
     def attestation_report(self) -> dict[str, Any]:
         """What the lab node's measured boot reports: its image and its firmware."""

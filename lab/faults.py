@@ -91,6 +91,14 @@ CATALOG: dict[str, FaultSpec] = {
             "nvme",
             "the drives advertise no sanitize crypto erase (format crypto erase remains)",
         ),
+        FaultSpec(
+            "gpu_row_remap",
+            "transient",
+            "gpu",
+            "a GPU logs XID 63 once (row remap pending): a GPU reset applies it",
+            "index",
+            "2",
+        ),
         FaultSpec("agent_vanishes", "transient", "agent", "the agent stops checking in once"),
         FaultSpec("download_blip", "transient", "network", "a download drops mid-way once"),
     )

@@ -16,6 +16,7 @@ class InbandState:
     drive_data: dict[str, str] = field(default_factory=dict)
     erase_count: int = 0
     flashes: dict[str, int] = field(default_factory=dict)
+    gpu_resets: dict[int, int] = field(default_factory=dict)  # GPU index -> resets this boot
 
     @classmethod
     def fresh(cls, node: LabNode) -> InbandState:

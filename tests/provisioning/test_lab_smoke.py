@@ -1,4 +1,4 @@
-"""Two healthy lab nodes through the real pipeline, then the drift audit, which writes nothing."""
+"""Two lab nodes through the real pipeline (one GPU reset on the way), then the drift audit."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.core.management import call_command
 from fleet.models import Event, Node
 from lab.run import LabRun, LabRunConfig
 from provisioning.audit import audit_node
+from provisioning.models import PhaseRecord
 
 
 # A real rack through real processes: minutes on a busy 2-core machine.
@@ -19,8 +20,15 @@ from provisioning.audit import audit_node
 def test_healthy_nodes_reach_awaiting_approval_and_the_audit_writes_nothing(tmp_path):
     config = LabRunConfig(nodes=2, faults="none", speed=400, soak_hours=1, timeout_s=300)
     with LabRun(config, log_dir=tmp_path) as lab:
+        # XID 63 once on GPU 2 of the second node: the gate resets that GPU and runs again.
+        lab.hall.set_fault(1, "gpu_row_remap:2")
         result = lab.run_pass()
         assert all(n["final_state"] == "awaiting_approval" for n in result["nodes"]), result
+        remapped = lab.hall.nodes[1]
+        assert lab.site.agents.states[remapped.serial].gpu_resets == {2: 1}
+        health = PhaseRecord.objects.get(run__node__serial=remapped.serial, phase="gate:gpu_health")
+        assert health.compared["reset_and_cleared"] == ["GPU 2"]
+        assert lab.site.agents.states[lab.hall.nodes[0].serial].gpu_resets == {}
 
         lab_node = lab.hall.nodes[0]
         node = Node.objects.get(serial=lab_node.serial)
