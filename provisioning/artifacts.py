@@ -19,6 +19,21 @@ class ArtifactMismatch(Exception):
     """The artifact at the URL is not the one the manifest names."""
 
 
+def stream_checked(url: str, sha256: str, sink: BinaryIO | None = None) -> None:
+    """Stream the artifact (into `sink`, if given) and raise unless its sha256 is the one named."""
+    digest = hashlib.sha256()
+    with httpx.Client(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
+        with http.stream("GET", url) as response:
+            if response.status_code != 200:
+                raise ArtifactMismatch(f"{url}: HTTP {response.status_code}")
+            for chunk in response.iter_bytes():
+                digest.update(chunk)
+                if sink is not None:
+                    sink.write(chunk)
+    if digest.hexdigest() != sha256:
+        raise ArtifactMismatch(f"{url}: sha256 is {digest.hexdigest()}, the manifest says {sha256}")
+
+
 @contextmanager
 def fetch_verified(url: str, sha256: str) -> Iterator[BinaryIO]:
     """The artifact as an open temporary file, for a BMC that only takes a pushed image.
@@ -26,19 +41,8 @@ def fetch_verified(url: str, sha256: str) -> Iterator[BinaryIO]:
     Streamed to disk while its digest is computed (BMC bundles run to gigabytes) and checked
     before use; the file is deleted when the block ends.
     """
-    digest = hashlib.sha256()
     with tempfile.TemporaryFile(prefix="greenlight-artifact-") as image:
-        with httpx.Client(timeout=httpx.Timeout(60.0, connect=5.0)) as http:
-            with http.stream("GET", url) as response:
-                if response.status_code != 200:
-                    raise ArtifactMismatch(f"{url}: HTTP {response.status_code}")
-                for chunk in response.iter_bytes():
-                    digest.update(chunk)
-                    image.write(chunk)
-        if digest.hexdigest() != sha256:
-            raise ArtifactMismatch(
-                f"{url}: sha256 is {digest.hexdigest()}, the manifest says {sha256}"
-            )
+        stream_checked(url, sha256, image)
         image.seek(0)
         yield image
 
@@ -49,14 +53,6 @@ def verify_artifact(url: str, sha256: str) -> None:
     with _lock:
         if key in _verified:
             return
-    digest = hashlib.sha256()
-    with httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0)) as http:
-        with http.stream("GET", url) as response:
-            if response.status_code != 200:
-                raise ArtifactMismatch(f"{url}: HTTP {response.status_code}")
-            for chunk in response.iter_bytes():
-                digest.update(chunk)
-    if digest.hexdigest() != sha256:
-        raise ArtifactMismatch(f"{url}: sha256 is {digest.hexdigest()}, the manifest says {sha256}")
+    stream_checked(url, sha256)
     with _lock:
         _verified.add(key)
