@@ -219,7 +219,10 @@ class BmcApp:
     # -- sessions ---------------------------------------------------------------------------
 
     async def _root(self, request, match):
-        return self._doc(r.service_root(self.paths, self.node))
+        root = r.service_root(self.paths, self.node)
+        if self.flavour.expand_query is not None:
+            root["ProtocolFeaturesSupported"] = {"ExpandQuery": self.flavour.expand_query}
+        return self._doc(root)
 
     async def _session_service(self, request, match):
         return self._doc(
@@ -357,9 +360,12 @@ class BmcApp:
     async def _inventory(self, request, match):
         entries = r.firmware_entries(self.node, self.flavour)
         members = [f"{self.paths.inventory}/{e.id}" for e in entries]
-        return self._doc(
-            r.collection(self.paths, self.paths.inventory, members, "SoftwareInventory")
-        )
+        body = r.collection(self.paths, self.paths.inventory, members, "SoftwareInventory")
+        expand = request.query.get("$expand", "")[:1]
+        if self.flavour.expand_query is not None and expand in ("*", "."):
+            # $expand=.($levels=1): every member's body in place of its link.
+            body["Members"] = [r.firmware_item(self.paths, e) for e in entries]
+        return self._doc(body)
 
     async def _firmware_item(self, request, match):
         for entry in r.firmware_entries(self.node, self.flavour):

@@ -30,6 +30,8 @@ class Flavour:
     multipart_path: str  # "" when multipart push is not offered
     licence_gated: bool  # Supermicro: BIOS settings and updates need the OOB licence
     firmware_names: dict[str, str]
+    # ProtocolFeaturesSupported.ExpandQuery as the service root states it; None: no $expand.
+    expand_query: dict[str, object] | None = None
 
     def link(self, path: str) -> str:
         """A link as this BMC spells it."""
@@ -66,6 +68,14 @@ FLAVOURS: dict[str, Flavour] = {
             "dpu": "NVIDIA BlueField-3",
             "nvme": "Dell Ent NVMe PM1733a",
         },
+        # As iDRAC 9 states it (and the DMTF public rack mockup).
+        expand_query={
+            "ExpandAll": True,
+            "Levels": True,
+            "Links": True,
+            "MaxLevels": 6,
+            "NoLinks": True,
+        },  # fmt: skip
     ),
     "hpe": Flavour(
         name="hpe",
@@ -92,6 +102,14 @@ FLAVOURS: dict[str, Flavour] = {
             "dpu": "NVIDIA BlueField-2",
             "nvme": "NVMe Drive",
         },
+        # As the iLO 5 capture in shared/redfish-mockups states it.
+        expand_query={
+            "ExpandAll": False,
+            "Levels": True,
+            "Links": False,
+            "MaxLevels": 1,
+            "NoLinks": True,
+        },  # fmt: skip
     ),
     "supermicro": Flavour(
         name="supermicro",

@@ -30,8 +30,7 @@ def inventory(client: RedfishClient) -> list[FirmwareItem]:
         )
     collection = client.link(service, "FirmwareInventory", url=path)
     items = []
-    for member in client.members(collection):
-        body = client.get(member)
+    for member, body in client.expanded_members(collection):
         items.append(
             FirmwareItem(
                 id=str(body.get("Id") or ""),

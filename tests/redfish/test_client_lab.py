@@ -192,3 +192,17 @@ def test_update_method_the_bmc_lacks_is_named(hall):
     with lab_client(hall.bmc(FLAVOURS["supermicro"])) as client:
         with pytest.raises(ActionNotSupported, match="offers multipart push"):
             client.update_firmware(image_uri="http://files.test/bios-1.bin")
+
+
+@pytest.mark.parametrize(("flavour", "requests"), [("dell", 1), ("hpe", 1), ("supermicro", 22)])
+def test_firmware_inventory_is_one_request_where_the_bmc_offers_expand(hall, flavour, requests):
+    bmc = hall.bmc(FLAVOURS[flavour])
+    with lab_client(bmc) as client:
+        client.firmware_inventory()  # reads the UpdateService link on the way
+        before = bmc.node.requests
+        expanded = client.firmware_inventory()
+        # UpdateService, then the collection: expanded in one answer, or member by member.
+        assert bmc.node.requests - before == 1 + requests
+    with lab_client(bmc) as client:
+        client.root().pop("ProtocolFeaturesSupported", None)  # read it member by member
+        assert client.firmware_inventory() == expanded

@@ -63,3 +63,19 @@ def test_hpe_capture_needs_case_insensitive_paths():
         with RedfishClient(url, "reader", "x", retries=0) as client:
             assert len(client.bios_attributes()) > 100
             assert client.mac_addresses()
+
+
+@pytest.mark.skipif(not FOLDERS, reason="../shared/redfish-mockups is absent")
+def test_expand_is_asked_for_only_as_each_capture_offers_it():
+    from provisioning.redfish.client import expand_query
+
+    offered = {
+        name: expand_query(json.loads((MOCKUPS / name / "index.json").read_text()))
+        for name in FOLDERS
+    }
+    assert offered == {
+        "ami-megarac-gigabyte": "$expand=.($levels=1)",
+        "dmtf-public-rackmount1": "$expand=.($levels=1)",
+        "hpe-ilo5-apollo6500-xl675d-a100": "$expand=.($levels=1)",
+        "openbmc-bmcweb-stock": None,  # bmcweb as shipped: $expand switched off
+    }
