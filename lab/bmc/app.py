@@ -307,7 +307,17 @@ class BmcApp:
         members = [
             f"{self.paths.eth}/{r.nic_id(self.flavour, i)}" for i in range(len(self.node.nics))
         ]
-        return self._doc(r.collection(self.paths, self.paths.eth, members, "EthernetInterface"))
+        body = r.collection(self.paths, self.paths.eth, members, "EthernetInterface")
+        if self._expands(request):
+            body["Members"] = [
+                r.ethernet_interface(self.paths, self.node, i) for i in range(len(self.node.nics))
+            ]
+        return self._doc(body)
+
+    def _expands(self, request) -> bool:
+        """Whether to answer a collection with its members' bodies ($expand=. or *)."""
+        expand = request.query.get("$expand", "")[:1]
+        return self.flavour.expand_query is not None and expand in ("*", ".")
 
     async def _eth(self, request, match):
         for index in range(len(self.node.nics)):
@@ -361,8 +371,7 @@ class BmcApp:
         entries = r.firmware_entries(self.node, self.flavour)
         members = [f"{self.paths.inventory}/{e.id}" for e in entries]
         body = r.collection(self.paths, self.paths.inventory, members, "SoftwareInventory")
-        expand = request.query.get("$expand", "")[:1]
-        if self.flavour.expand_query is not None and expand in ("*", "."):
+        if self._expands(request):
             # $expand=.($levels=1): every member's body in place of its link.
             body["Members"] = [r.firmware_item(self.paths, e) for e in entries]
         return self._doc(body)

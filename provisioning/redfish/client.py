@@ -279,8 +279,7 @@ class RedfishClient:
         """The system's Ethernet interfaces: id, MAC address, link status."""
         path = self.link(self.system(), "EthernetInterfaces", url=self.system_path())
         found = []
-        for member in self.members(path):
-            nic = self.get(member)
+        for _, nic in self.expanded_members(path):
             mac = nic.get("MACAddress") or nic.get("PermanentMACAddress") or ""
             found.append(
                 {
