@@ -3,12 +3,26 @@
 import os
 
 from celery import Celery
+from celery.signals import task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "greenlight.settings")
 
 app = Celery("greenlight")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+def recycle_old_db_connections(**_: object) -> None:
+    """Replace this thread's connection only when it is past CONN_MAX_AGE or broken.
+
+    CELERY_DB_REUSE_MAX stops Celery from closing it around every task; this keeps Django's
+    own lifetime and health rules, as a request would.
+    """
+    from django.db import close_old_connections
+
+    close_old_connections()
+
 
 if os.environ.get("GREENLIGHT_QUERY_LOG_DIR"):
     from .instrumentation import install_celery_hooks

@@ -76,7 +76,9 @@ TEMPLATES = [
 
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    DATABASES = {
+        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    }
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -126,6 +128,11 @@ CELERY_TASK_IGNORE_RESULT = True  # task history lives in our own models (runs, 
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another worker
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 4
+# Celery's Django fixup closes the database connection before and after every task unless this
+# is set: every engine step then paid a new PostgreSQL connection (a server process, TLS/auth,
+# session set-up), the largest single cost of a worker in the 741-node benchmark. With it, a
+# thread's connection is reused and recycled every 2 x N tasks; CONN_MAX_AGE still applies.
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 500)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "greenlight" + _TEST_WORKER)
 CELERY_BEAT_SCHEDULE = {
