@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..agent_link import EPHEMERAL, is_alive, live_session
 from ..models import AgentSession
 from ..outcomes import Outcome, Wait
-from ..redfish import PowerAction, PowerState
+from ..redfish import PowerAction, PowerState, RedfishError
+from ..redfish.errors import BmcUnreachable
 from .base import PhaseContext
 
 # A safety net: the agent's check-in after the reboot nudges the run at once.
@@ -19,8 +20,17 @@ def reboot_into(ctx: PhaseContext, target: str, next_stage: str) -> Outcome:
     bmc.set_boot_override(target, once=True)
     power = bmc.power_state()
     action = PowerAction.ON if power == PowerState.OFF else PowerAction.RESTART
+    # The stage is saved before the reset: a worker dying right after it must not reset twice.
+    before = ctx.record.stage
     ctx.set_stage(next_stage, boot_id_before=session.boot_id if session else "")
-    bmc.reset(action)
+    try:
+        bmc.reset(action)
+    except RedfishError as exc:
+        if not isinstance(exc, BmcUnreachable):
+            # The BMC answered and refused (a 503 after retries, say): no reset happened, so
+            # waiting for a new boot would only wait out the phase's time limit.
+            ctx.set_stage(before)
+        raise
     where = "the ephemeral environment" if target == "Pxe" else "the installed OS"
     return Wait(BOOT_LOOK_S, f"rebooting into {where}")
 

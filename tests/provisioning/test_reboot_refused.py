@@ -1,0 +1,64 @@
+"""A reset the BMC refuses leaves the phase where it was, not waiting for a boot that never comes."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from lab.hall import LabHall
+from provisioning.bmc import session_pool
+from provisioning.models import PhaseRecord, Run
+from provisioning.phases.base import PhaseContext
+from provisioning.phases.common import reboot_into
+from provisioning.redfish import errors
+from tests.factories import make_node
+
+
+@pytest.fixture
+def bmc():
+    with LabHall(1, flavours=("dell",), speed=0, seed=3) as hall:
+        yield hall.bmc(0)
+        # The doctored client must not be lent to anyone else in this process.
+        session_pool().close_all()
+
+
+def _context(bmc, manifest) -> PhaseContext:
+    node = make_node(
+        bmc_address=bmc.https_url, bmc_username=bmc.node.username,
+        bmc_password=bmc.node.password, bmc_cert_fingerprint=bmc.cert_fingerprint,
+    )  # fmt: skip
+    run = Run.objects.create(node=node, manifest=manifest, status="running")
+    record = PhaseRecord.objects.create(
+        run=run, phase="hgx_firmware", order=1, status="running", started_at=timezone.now(),
+        stage="updating",
+    )  # fmt: skip
+    return PhaseContext(run=run, node=node, record=record, manifest=manifest.spec)
+
+
+def _refuse(client, error):
+    def reset(action):
+        raise error
+
+    client.reset = reset
+
+
+@pytest.mark.django_db
+def test_a_refused_reset_puts_the_phase_back_in_its_stage(bmc, manifest):
+    ctx = _context(bmc, manifest)
+    # The lab's bmc_503 fault strikes at random; this one must strike the reset itself.
+    _refuse(ctx.bmc(), errors.BmcBusy(bmc.https_url, "POST answered 503"))
+    with pytest.raises(errors.BmcBusy):
+        reboot_into(ctx, "Pxe", "rebooting")
+    ctx.close()
+    assert PhaseRecord.objects.get(pk=ctx.record.pk).stage == "updating"
+
+
+@pytest.mark.django_db
+def test_a_reset_lost_on_the_wire_keeps_waiting_for_the_boot(bmc, manifest):
+    ctx = _context(bmc, manifest)
+    # No answer: the BMC may have acted, and resetting twice is worse than waiting.
+    _refuse(ctx.bmc(), errors.BmcUnreachable(bmc.https_url, "no answer within 10s"))
+    with pytest.raises(errors.BmcUnreachable):
+        reboot_into(ctx, "Pxe", "rebooting")
+    ctx.close()
+    assert PhaseRecord.objects.get(pk=ctx.record.pk).stage == "rebooting"
