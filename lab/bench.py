@@ -155,6 +155,22 @@ def queries_logged(directory: Path) -> int:
     return sum(json.loads(p.read_text())["queries"] for p in directory.glob("*.json"))
 
 
+def state_series(
+    nodes: int, changes: list[tuple[float, str, str]]
+) -> dict[str, list[tuple[float, int]]]:
+    """Nodes per state over time from (time, from state, to state); every node starts enrolled."""
+    counts: dict[str, int] = {NodeState.ENROLLED: nodes}
+    series: dict[str, list[tuple[float, int]]] = {
+        s: [(0.0, counts.get(s, 0))] for s in NodeState.values
+    }
+    for t, from_state, to_state in changes:
+        for state, delta in ((from_state, -1), (to_state, 1)):
+            if state in series:
+                counts[state] = counts.get(state, 0) + delta
+                series[state].append((t, counts[state]))
+    return series
+
+
 def state_plot(path: Path, speed: float, start: float, node_ids: list[int]) -> None:
     """Nodes per state over lab time, from the state-change events: the deployment going green."""
     import matplotlib
@@ -164,21 +180,19 @@ def state_plot(path: Path, speed: float, start: float, node_ids: list[int]) -> N
 
     from fleet.choices import NODE_STATE_COLORS
 
-    counts: dict[str, int] = {NodeState.ENROLLED: len(node_ids)}
-    series: dict[str, list[tuple[float, int]]] = {
-        s: [(0.0, counts.get(s, 0))] for s in NodeState.values
-    }
-    for created, data in (
+    rows = (
         # Only the deployment's nodes: the calibration rack's events share the database.
         Event.objects.filter(kind=EventKind.STATE_CHANGED, node_id__in=node_ids)
         .order_by("pk")
         .values_list("created_at", "data")
-    ):
-        t = max(0.0, (created.timestamp() - start) * speed / 3600)
-        for state, delta in ((data.get("from"), -1), (data.get("to"), 1)):
-            if state in series:
-                counts[state] = counts.get(state, 0) + delta
-                series[state].append((t, counts[state]))
+    )
+    series = state_series(
+        len(node_ids),
+        [
+            (max(0.0, (created.timestamp() - start) * speed / 3600), d.get("from"), d.get("to"))
+            for created, d in rows
+        ],
+    )
     colours = {"green": "#2e9d4a", "blue": "#2f6fd6", "indigo": "#5b4fd1", "amber": "#d99a00",
                "red": "#d23c3c", "purple": "#8d3fc4", "gray": "#8a8f98", "orange": "#e07b1a",
                "teal": "#16948f", "black": "#222"}  # fmt: skip

@@ -1,0 +1,62 @@
+"""The benchmark command end to end on a small deployment: its numbers, its JSON, its plot."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from fleet.choices import NodeState
+from lab.bench import state_series
+
+REQUIRED_KEYS = {
+    "nodes", "healthy_first_pass_rate", "faults_injected", "faults_caught", "healthy_failed",
+    "makespan_lab_s", "single_node_lab_s", "makespan_ratio", "cpu_s_per_node", "tasks_per_s",
+    "queries_per_phase", "worker_peak_rss_mb", "event_latency_ms", "speed", "workers", "seed",
+    "machine",
+}  # fmt: skip
+
+
+# Two racks through real processes, after a five-node calibration rack: minutes on 2 cores.
+@pytest.mark.timeout(900)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_bench_measures_a_small_deployment_and_writes_json_and_plot(tmp_path):
+    out = io.StringIO()
+    call_command(
+        "bench", nodes=6, racks=2, speed=400, timeout=600, json=str(tmp_path / "bench.json"),
+        plot=str(tmp_path / "states.png"), stdout=out,
+    )  # fmt: skip
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert REQUIRED_KEYS <= set(data)
+    assert data["finished"] is True
+    assert (data["nodes"], data["racks"], data["speed"], data["workers"]) == (6, 2, 400, 2)
+    # Three of six nodes carry a hardware fault (marginal GPU, slow NIC, failing NVMe update).
+    assert data["faults_injected"] == 3
+    assert data["faults_caught"] == 3, data["failed_nodes"]
+    assert data["healthy_failed"] == 0 and data["healthy_first_pass_rate"] == 1.0
+    assert data["makespan_ratio"] == round(data["makespan_lab_s"] / data["single_node_lab_s"], 3)
+    assert data["single_node_lab_s"] > 0 and data["makespan_lab_s"] > 0
+    for key in ("cpu_s_per_node", "tasks_per_s", "queries_per_phase", "worker_peak_rss_mb"):
+        assert data[key] > 0, key
+    latency = data["event_latency_ms"]
+    assert latency["events"] > 0 and 0 < latency["p50"] <= latency["p99"]
+    assert data["machine"]["cpus"] >= 1
+    assert (tmp_path / "states.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "makespan_ratio" in out.getvalue(), "the numbers are printed too"
+
+
+def test_state_series_counts_each_node_once():
+    events = [
+        (0.0, NodeState.ENROLLED, NodeState.PROVISIONING),
+        (1.0, NodeState.ENROLLED, NodeState.PROVISIONING),
+        (2.0, NodeState.PROVISIONING, NodeState.VALIDATING),
+        (3.0, NodeState.VALIDATING, NodeState.AWAITING_APPROVAL),
+    ]
+    series = state_series(2, events)
+    final = {state: points[-1][1] for state, points in series.items()}
+    assert final[NodeState.ENROLLED] == 0
+    assert final[NodeState.PROVISIONING] == 1
+    assert final[NodeState.AWAITING_APPROVAL] == 1
+    assert all(count >= 0 for points in series.values() for _, count in points)
