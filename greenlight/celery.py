@@ -13,12 +13,15 @@ app.autodiscover_tasks()
 
 
 @task_prerun.connect
-def recycle_old_db_connections(**_: object) -> None:
+def recycle_old_db_connections(task=None, **_: object) -> None:
     """Replace this thread's connection only when it is past CONN_MAX_AGE or broken.
 
     CELERY_DB_REUSE_MAX stops Celery from closing it around every task; this keeps Django's
-    own lifetime and health rules, as a request would.
+    own lifetime and health rules, as a request would. An eager task runs inside its caller's
+    transaction, whose connection is not ours to close.
     """
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
     from django.db import close_old_connections
 
     close_old_connections()

@@ -235,6 +235,10 @@ def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> W
     starts = [t for t in (_instant(e.get("started_at")) for e in entries) if t]
     ends = [t for t in (_instant(e.get("finished_at")) for e in entries) if t]
     with transaction.atomic():
+        # The request's row is the lock: nodes of one request finish their erase at the same
+        # time on different workers, and each must see the others' certificates when it settles
+        # the request (without it, every one saw n-1 and the request stayed in progress).
+        WipeRequest.objects.select_for_update().filter(pk=wipe.pk).first()
         certificate = WipeCertificate.objects.create(
             wipe_request=wipe,
             node=node,
