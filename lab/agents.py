@@ -9,12 +9,10 @@ them exactly as it calls real ones.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import json
 import logging
 import secrets
-import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +20,7 @@ import httpx
 
 from agent.hardware import Hardware, HardwareError, Log
 from agent.runner import Agent
+from provisioning.redfish.tls import default_context
 
 from .inband import InbandState
 from .node import UPDATE_SECONDS, LabNode
@@ -245,13 +244,6 @@ class LabHardware(Hardware):
         }
 
 
-@functools.lru_cache(maxsize=1)
-def _ssl_context() -> ssl.SSLContext:
-    # Every boot of every lab node makes a client; loading the CA bundle for each was the
-    # lab's largest CPU cost in a large run.
-    return httpx.create_ssl_context()
-
-
 class LabAgents:
     """Starts and stops each lab node's agent as the node boots and powers off."""
 
@@ -287,7 +279,9 @@ class LabAgents:
         # Bound to the node's own address, so the artifact server knows who is downloading.
         http = httpx.AsyncClient(
             timeout=30.0,
-            transport=httpx.AsyncHTTPTransport(local_address=address, verify=_ssl_context()),
+            # One SSL context for every boot of every node: loading the CA bundle per client was
+            # the lab's largest CPU cost in a large run.
+            transport=httpx.AsyncHTTPTransport(local_address=address, verify=default_context()),
         )
         agent = Agent(
             LabHardware(self.hall, node, self.states[node.serial]),
