@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -17,6 +18,10 @@ from django.db import connection
 _lock = threading.Lock()
 _total = {"queries": 0}
 _last_write = [0.0]
+# With GREENLIGHT_QUERY_LOG_SHAPES set, queries are also counted by shape (literals and numbers
+# blanked), to find which statements a step repeats.
+_shapes: dict[str, int] = {}
+_LITERALS = re.compile(r"'[^']*'|\b\d+\b|%s")
 
 
 def enabled() -> Path | None:
@@ -25,8 +30,12 @@ def enabled() -> Path | None:
 
 
 def _count(execute, sql, params, many, context):
+    shapes = os.environ.get("GREENLIGHT_QUERY_LOG_SHAPES")
     with _lock:
         _total["queries"] += 1
+        if shapes:
+            shape = _LITERALS.sub("?", sql)[:300]
+            _shapes[shape] = _shapes.get(shape, 0) + 1
     return execute(sql, params, many, context)
 
 
@@ -40,7 +49,7 @@ def _flush(role: str, force: bool = False) -> None:
     _last_write[0] = now
     directory.mkdir(parents=True, exist_ok=True)
     with _lock:
-        data = json.dumps(_total)
+        data = json.dumps({**_total, "shapes": _shapes} if _shapes else _total)
     (directory / f"{role}-{os.getpid()}.json").write_text(data)
 
 
