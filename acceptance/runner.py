@@ -31,12 +31,14 @@ from .verdicts import GateVerdict, SkuFacts
 
 def profile_thresholds(ctx: PhaseContext, gate: str) -> dict[str, float]:
     """The thresholds the node's profile sets for a gate."""
-    version = ctx.manifest.get("acceptance_profile")
-    profiles = AcceptanceProfile.objects.filter(sku_id=ctx.node.sku_id)
-    profile = (profiles.filter(version=version).first() if version else None) or (
-        AcceptanceProfile.current_for(ctx.node.sku)
-    )
-    for entry in profile.spec.get("gates", []) if profile else []:
+    if "profile_gates" not in ctx.memo:
+        version = ctx.manifest.get("acceptance_profile")
+        profiles = AcceptanceProfile.objects.filter(sku_id=ctx.node.sku_id)
+        profile = (profiles.filter(version=version).first() if version else None) or (
+            AcceptanceProfile.current_for(ctx.node.sku)
+        )
+        ctx.memo["profile_gates"] = profile.spec.get("gates", []) if profile else []
+    for entry in ctx.memo["profile_gates"]:
         if entry["gate"] == gate:
             return dict(entry.get("thresholds") or {})
     return {}

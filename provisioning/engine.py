@@ -52,22 +52,30 @@ def advance(run_id: int, step: int) -> None:
     claimable = Q(status__in=(RunStatus.QUEUED, RunStatus.WAITING)) | Q(
         status=RunStatus.RUNNING, next_look_at__lt=now
     )
-    before = Run.objects.filter(pk=run_id, step=step).values("status", "next_look_at").first()
+    # Read before the claim: when the look was due, to excuse the lateness of this look.
+    run = (
+        Run.objects.select_related("node", "node__rack", "manifest")
+        .filter(pk=run_id, step=step)
+        .first()
+    )
+    if run is None:
+        return
     claimed = Run.objects.filter(claimable, pk=run_id, step=step).update(
         step=F("step") + 1, status=RunStatus.RUNNING, next_look_at=lease
     )
     if not claimed:
         return
-    run = Run.objects.select_related("node", "node__rack", "manifest").get(pk=run_id)
+    due, was_status = run.next_look_at, run.status
+    run.step, run.status, run.next_look_at = step + 1, RunStatus.RUNNING, lease
     run.claimed_at = now
-    if before and before["next_look_at"] is not None:
-        due = before["next_look_at"]
-        if before["status"] == RunStatus.RUNNING:
+    if due is not None:
+        if was_status == RunStatus.RUNNING:
             # A lease that lapsed: its worker died when the lease began, not when it ended.
             due -= timedelta(seconds=settings.GREENLIGHT_STEP_LEASE_S)
         excuse_lateness(run, now - due)
     if run.started_at is None:
         Run.objects.filter(pk=run.pk).update(started_at=now)
+        run.started_at = now
     for _ in range(MAX_PHASES_PER_STEP):
         record = next_record(run)
         if record is None:
@@ -94,11 +102,16 @@ def excuse_lateness(run: Run, late: timedelta) -> None:
 
 def next_record(run: Run) -> PhaseRecord | None:
     """The first phase of the run that is neither done nor skipped."""
-    return (
+    record = (
         run.phases.exclude(status__in=(PhaseStatus.DONE, PhaseStatus.SKIPPED))
+        .select_related("command")
         .order_by("order")
         .first()
     )
+    if record is not None:
+        # The command the phase waits on was read in the same query: fresh for this look.
+        record.command_read_with_record = True
+    return record
 
 
 def take_one_look(run: Run, record: PhaseRecord) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .choices import RunStatus
@@ -38,16 +39,17 @@ def hand_over(run: Run, due: datetime, wait_reason: str | None = None) -> None:
     """
     now = timezone.now()
     claimed_at = getattr(run, "claimed_at", None)
-    fresh = Run.objects.filter(pk=run.pk).values("step", "nudged_at").first()
-    if fresh is None:
-        return
-    if fresh["nudged_at"] and claimed_at and fresh["nudged_at"] >= claimed_at:
-        due = now
     fields = {"status": RunStatus.WAITING, "next_look_at": due}
     if wait_reason is not None:
         fields["wait_reason"] = wait_reason
-    Run.objects.filter(pk=run.pk, step=fresh["step"], status=RunStatus.RUNNING).update(**fields)
-    send_step(run.pk, fresh["step"], max((due - now).total_seconds(), 0.0))
+    # Only the step that holds the run hands it over; a nudge that came while it ran (it is
+    # newer than the claim) makes the next look due at once.
+    held = Run.objects.filter(pk=run.pk, step=run.step, status=RunStatus.RUNNING)
+    not_nudged = Q(nudged_at__isnull=True) | Q(nudged_at__lt=claimed_at) if claimed_at else Q()
+    if held.filter(not_nudged).update(**fields):
+        send_step(run.pk, run.step, max((due - now).total_seconds(), 0.0))
+    elif held.update(**{**fields, "next_look_at": now}):
+        send_step(run.pk, run.step)
 
 
 def nudge(run: Run) -> None:

@@ -56,6 +56,8 @@ class PhaseContext:
     manifest: dict[str, Any]
     _bmc: RedfishClient | None = field(default=None, repr=False)
     _bmc_lease: ExitStack = field(default_factory=ExitStack, repr=False)
+    # Lookups a phase makes more than once in one look (a gate's thresholds), kept for the look.
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def bmc(self) -> RedfishClient:
         """An open Redfish client for the node's BMC, lent by the session pool for this step."""

@@ -52,7 +52,8 @@ def command_outcome(ctx: PhaseContext) -> AgentCommand | Outcome:
     command = ctx.record.command
     if command is None:
         return Failure("the phase lost track of its agent command")
-    command.refresh_from_db()
+    if not ctx.record.command_read_with_record:
+        command.refresh_from_db()
     if command.status == CommandStatus.SENT and ctx.stage_elapsed() > SILENCE_S:
         command = agent_link.refresh(command)
     if command.status in (CommandStatus.QUEUED, CommandStatus.SENT):

@@ -1,0 +1,106 @@
+"""What one engine step costs the database, pinned: a look is the engine's unit of work, taken
+tens of thousands of times in a deployment (84 looks per node in a lab rack), so a query added
+to every look shows here before it shows in the benchmark."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from provisioning.choices import CommandStatus, PhaseStatus, RunStatus
+from provisioning.engine import advance
+from provisioning.models import AgentCommand, PhaseRecord, Run
+from provisioning.runs import start_run
+
+# Claim the step (read the run, compare-and-set it), read the phase with its command, the
+# gate's thresholds (the profile, once per look), write the wait, hand the run over.
+WAITING_LOOK_QUERIES = 7
+
+
+@pytest.fixture
+def gate_waiting_on_agent(node, manifest, profile, django_capture_on_commit_callbacks):
+    """A run at its GPU health gate, whose agent is still running the tools."""
+    with django_capture_on_commit_callbacks(execute=False):
+        run = start_run(node)
+    gate = run.phases.get(phase="gate:gpu_health")
+    run.phases.filter(order__lt=gate.order).update(status=PhaseStatus.DONE)
+    now = timezone.now()
+    command = AgentCommand.objects.create(
+        node=node, run=run, phase=gate.phase, kind="run_tools", status=CommandStatus.SENT
+    )
+    PhaseRecord.objects.filter(pk=gate.pk).update(
+        status=PhaseStatus.WAITING,
+        stage="running",
+        command=command,
+        started_at=now,
+        stage_started_at=now,
+        deadline_at=now + timedelta(hours=1),
+        wait_reason="agent running run_tools, 0 min of 24.0 h",
+    )
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.WAITING, next_look_at=now)
+    run.refresh_from_db()
+    return run
+
+
+@pytest.mark.django_db
+def test_a_look_at_a_gate_waiting_on_its_agent_costs_a_pinned_number_of_queries(
+    gate_waiting_on_agent, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    run = gate_waiting_on_agent
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        with django_assert_num_queries(WAITING_LOOK_QUERIES):
+            advance(run.pk, run.step)
+    run.refresh_from_db()
+    assert run.status == RunStatus.WAITING and run.step == 1
+    assert run.wait_reason.startswith("agent running run_tools")
+    assert len(sent) == 1  # the next look, sent when the step commits
+
+
+@pytest.mark.django_db
+def test_a_stale_task_costs_one_query_and_changes_nothing(
+    gate_waiting_on_agent, django_assert_num_queries
+):
+    run = gate_waiting_on_agent
+    with django_assert_num_queries(1):
+        advance(run.pk, run.step + 5)
+    assert Run.objects.get(pk=run.pk).step == run.step
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("nudged", "look_now"), [(None, False), ("before the claim", False), ("during", True)]
+)
+def test_hand_over_honours_a_nudge_that_came_while_the_step_ran(
+    gate_waiting_on_agent, django_capture_on_commit_callbacks, nudged, look_now
+):
+    from provisioning.scheduling import hand_over
+
+    run = gate_waiting_on_agent
+    claimed_at = timezone.now() - timedelta(seconds=5)
+    nudged_at = {"before the claim": claimed_at - timedelta(seconds=1), "during": timezone.now()}
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, nudged_at=nudged_at.get(nudged))
+    run.claimed_at = claimed_at
+    later = timezone.now() + timedelta(hours=1)
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        hand_over(run, later, wait_reason="waiting")
+    run.refresh_from_db()
+    assert run.status == RunStatus.WAITING and run.wait_reason == "waiting"
+    assert (run.next_look_at < later) is look_now
+    assert len(sent) == 1
+
+
+@pytest.mark.django_db
+def test_a_step_that_lost_the_run_hands_nothing_over(
+    gate_waiting_on_agent, django_capture_on_commit_callbacks
+):
+    from provisioning.scheduling import hand_over
+
+    run = gate_waiting_on_agent
+    # Its lease lapsed and another worker claimed the next step meanwhile.
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, step=run.step + 1)
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        hand_over(run, timezone.now())
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+    assert sent == []
