@@ -20,7 +20,7 @@ from fleet.lifecycle import RUN_STARTABLE_STATES
 from fleet.models import Event, Node
 from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus
 from provisioning.models import Run
-from provisioning.runs import start_run
+from provisioning.runs import start_runs
 
 from . import processes
 from .enrollment import enroll_hall, publish_lab_documents
@@ -122,10 +122,12 @@ class LabRun:
 
     def start_pass(self) -> dict[int, Run]:
         """Start a run on every node that can take one; node id -> run."""
-        runs = {}
-        for node in Node.objects.filter(pk__in=[n.pk for n in self.nodes]).order_by("pk"):
-            if node.state in RUN_STARTABLE_STATES:
-                runs[node.pk] = start_run(node)
+        nodes = Node.objects.filter(
+            pk__in=[n.pk for n in self.nodes], state__in=RUN_STARTABLE_STATES
+        ).select_related("rack", "sku")
+        runs, refused = start_runs(nodes.order_by("pk"))
+        if refused:
+            raise RuntimeError(f"runs refused to start: {refused}")
         return runs
 
     def wait(self, runs: dict[int, Run], poll_s: float = 0.25) -> bool:

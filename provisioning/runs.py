@@ -78,6 +78,28 @@ def start_run(
     return run
 
 
+def start_runs(nodes, *, actor=None) -> tuple[dict[int, Run], dict[int, str]]:
+    """Start provisioning runs on many nodes at once (a rack, a deployment).
+
+    One transaction, so a thousand starts cost one commit, and the first steps go out together
+    when it commits; each node is its own savepoint, so one that cannot start (no manifest,
+    already running) is reported by id with the reason and the others start.
+    """
+    _require(actor, "fleet.start_run")
+    runs: dict[int, Run] = {}
+    refused: dict[int, str] = {}
+    manifests: dict[int, Manifest | None] = {}
+    with transaction.atomic():
+        for node in nodes:
+            if node.sku_id not in manifests:
+                manifests[node.sku_id] = Manifest.current_for(node.sku)
+            try:
+                runs[node.pk] = start_run(node, actor=actor, manifest=manifests[node.sku_id])
+            except RunError as exc:
+                refused[node.pk] = str(exc)
+    return runs, refused
+
+
 def retry_run(run: Run, *, actor, reason: str = "") -> Run:
     """Resume a failed run at the phase that failed, with fresh retry budgets."""
     _require(actor, "fleet.start_run")

@@ -17,7 +17,8 @@ from rest_framework.response import Response
 from acceptance.decisions import DecisionConflict, DecisionRefused, approve, quarantine
 from acceptance.parsers import PARSERS
 from acceptance.uploads import UploadRefused, upload_output
-from provisioning.runs import RunError, start_run
+from fleet.lifecycle import RUN_STARTABLE_STATES
+from provisioning.runs import RunError, start_run, start_runs
 
 
 class ReasonSerializer(serializers.Serializer):
@@ -39,6 +40,32 @@ class ActionResultSerializer(serializers.Serializer):
 def _done(node, detail: str, code: int = status.HTTP_200_OK) -> Response:
     node.refresh_from_db()
     return Response({"node": node.pk, "state": node.state, "detail": detail}, status=code)
+
+
+class RackStartSerializer(serializers.Serializer):
+    started = serializers.DictField(child=serializers.IntegerField(), help_text="node id -> run id")
+    refused = serializers.DictField(child=serializers.CharField(), help_text="node id -> why")
+
+
+class RackActionsMixin:
+    """POST /racks/<id>/start-runs/: start a run on every node of the rack that can take one."""
+
+    @extend_schema(request=None, responses={202: RackStartSerializer})
+    @action(
+        detail=True, methods=["post"], url_path="start-runs", permission_classes=[IsAuthenticated]
+    )
+    def start_runs(self, request, pk=None):
+        rack = self.get_object()
+        nodes = rack.nodes.filter(state__in=RUN_STARTABLE_STATES).select_related("rack", "sku")
+        try:
+            runs, refused = start_runs(nodes.order_by("position", "pk"), actor=request.user)
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        started = {str(node_id): run.pk for node_id, run in runs.items()}
+        return Response(
+            {"started": started, "refused": {str(k): v for k, v in refused.items()}},
+            status=status.HTTP_202_ACCEPTED,
+        )
 
 
 class NodeActionsMixin:

@@ -21,7 +21,7 @@ from ..exports import node_rows, stream_csv
 from ..inventory import inventory_nodes
 from ..models import Event, Manifest, Rack, Site, Sku
 from . import serializers as s
-from .node_actions import NodeActionsMixin
+from .node_actions import NodeActionsMixin, RackActionsMixin
 
 # No DELETE anywhere: inventory rows are protected by runs and events, and documents are retired,
 # not deleted.
@@ -37,7 +37,7 @@ class SiteViewSet(viewsets.ModelViewSet):
     http_method_names = WRITE_METHODS
 
 
-class RackViewSet(viewsets.ModelViewSet):
+class RackViewSet(RackActionsMixin, viewsets.ModelViewSet):
     queryset = Rack.objects.select_related("site")
     serializer_class = s.RackSerializer
     filterset_class = filtersets.RackFilterSet

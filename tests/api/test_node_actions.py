@@ -131,3 +131,35 @@ def test_run_actions_over_the_api_check_permissions_and_reasons(
     assert aborted.status_code == 200 and aborted.json()["status"] == "aborted"
     assert client_for(bob).post(f"{base}/abort/", {"reason": "again"}).status_code == 409
     assert Event.objects.filter(kind=EventKind.RUN_ACTION, actor=alice).exists()
+
+
+@pytest.mark.django_db
+def test_start_runs_on_a_rack_starts_every_startable_node_and_says_why_not_the_rest(
+    rack, manifest, bob, dora, django_capture_on_commit_callbacks
+):
+    from provisioning.models import Run
+    from tests import factories
+
+    ready = [factories.make_node(rack=rack) for _ in range(3)]
+    busy = factories.make_node(rack=rack)
+    Node.objects.filter(pk=busy.pk).update(state=NodeState.IN_SERVICE)
+    no_manifest = factories.make_node(rack=rack, sku=factories.make_sku("gb200-nvl72"))
+    url = f"/api/v1/racks/{rack.pk}/start-runs/"
+    assert client_for(dora).post(url).status_code == 403
+    assert not Run.objects.exists()
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        answer = client_for(bob).post(url)
+    assert answer.status_code == 202
+    body = answer.json()
+    assert sorted(map(int, body["started"])) == sorted(n.pk for n in ready)
+    assert list(body["refused"]) == [str(no_manifest.pk)]
+    assert "no published manifest" in body["refused"][str(no_manifest.pk)]
+    assert set(
+        Node.objects.filter(pk__in=[n.pk for n in ready]).values_list("state", flat=True)
+    ) == {NodeState.PROVISIONING}
+    assert Node.objects.get(pk=busy.pk).state == NodeState.IN_SERVICE
+    for node_id, run_id in body["started"].items():
+        assert Run.objects.get(pk=run_id).node_id == int(node_id)
+    # The refused node's savepoint rolled back alone; every started run's first step is sent.
+    assert Node.objects.get(pk=no_manifest.pk).state == NodeState.ENROLLED
+    assert sum(1 for c in sent if "send" in getattr(c, "__qualname__", "")) == len(ready)

@@ -298,17 +298,15 @@ def _shown(path: Path) -> str:
 def start_demo_runs() -> int:
     """Start a provisioning run on every demo node that can take one, as a site tech would."""
     from fleet.lifecycle import RUN_STARTABLE_STATES
-    from provisioning.runs import RunError, start_run
+    from provisioning.runs import start_runs
 
-    started = 0
-    for node in Node.objects.filter(rack__site__name=DEMO_SITE, rack__name=DEMO_RACK):
-        if node.state in RUN_STARTABLE_STATES:
-            try:
-                start_run(node)
-                started += 1
-            except RunError:
-                pass  # already running, say after a quick restart of the demo
-    return started
+    # A node refused is already running, say after a quick restart of the demo.
+    runs, _refused = start_runs(
+        Node.objects.filter(
+            rack__site__name=DEMO_SITE, rack__name=DEMO_RACK, state__in=RUN_STARTABLE_STATES
+        ).select_related("rack", "sku")
+    )
+    return len(runs)
 
 
 def enroll_lab_inventory(path: Path) -> tuple[int, list[str]]:
