@@ -47,6 +47,10 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+# The web server pools its PostgreSQL connections (settings.DB_POOL_SIZE says why).
+WEB_ENV = {"GREENLIGHT_DB_POOL": "16"}
+
+
 def start_web(
     env: dict[str, str], port: int | None = None, log=None
 ) -> tuple[subprocess.Popen, str]:
@@ -55,7 +59,7 @@ def start_web(
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "greenlight.asgi:application"],
-        cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        cwd=ROOT, env={**WEB_ENV, **env}, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"

@@ -126,7 +126,7 @@ class Command(BaseCommand):
             "PYTHONUNBUFFERED": "1",
         }
 
-    def _spawn(self, name: str, cmd: list[str]) -> Child:
+    def _spawn(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> Child:
         log = self.log_dir / f"{name}.log"
         with open(log, "ab") as out:
             # start_new_session: the child and its own children form a process group that
@@ -134,7 +134,7 @@ class Command(BaseCommand):
             proc = subprocess.Popen(
                 cmd,
                 cwd=ROOT,
-                env=self._child_env(),
+                env={**(env or {}), **self._child_env()},
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -158,9 +158,12 @@ class Command(BaseCommand):
             "beat",
             [py, "-m", "celery", "-A", "greenlight", "beat", "-s", str(schedule), "-l", "INFO"],
         )
+        from lab.processes import WEB_ENV
+
         web = self._spawn(
             "web",
             [py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "greenlight.asgi:application"],
+            env=WEB_ENV,
         )
         self._wait_for_port(web, port)
         if no_lab:
