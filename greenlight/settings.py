@@ -120,11 +120,16 @@ _TEST_WORKER = env_str("PYTEST_XDIST_WORKER")
 
 REDIS_URL = env_str("REDIS_URL") or ensure_embedded_redis(VAR_DIR)
 
+# A live consumer waits for messages with a 5 s blocking pop (channels_redis), and redis-py's
+# default socket timeout is also 5 s: on a busy machine the pop's empty answer came a moment
+# after the client gave up, and the consumer died with "Timeout reading from Redis" (every rack
+# of the 741-node benchmark lost its live view). The read timeout must outlast the pop.
+LIVE_REDIS_SOCKET_TIMEOUT_S = env_float("GREENLIGHT_LIVE_REDIS_TIMEOUT_S", 30.0)
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL],
+            "hosts": [{"address": REDIS_URL, "socket_timeout": LIVE_REDIS_SOCKET_TIMEOUT_S}],
             "prefix": env_str("CHANNEL_PREFIX", "greenlight" + _TEST_WORKER),
         },
     }
