@@ -104,6 +104,7 @@ class LiveWatcher:
         self.rack_ids = rack_ids
         self.out = out
         self.received: list[tuple[float, dict]] = []
+        self.disconnects = 0
         self.proc: subprocess.Popen | None = None
         from django.contrib.auth.models import Group
 
@@ -130,7 +131,10 @@ class LiveWatcher:
         if self.proc is not None:
             processes.stop(self.proc)
         with self.out.open() as lines:
-            self.received = [(r["at"], r["batch"]) for r in map(json.loads, lines)]
+            records = [json.loads(line) for line in lines]
+        self.received = [(r["at"], r["batch"]) for r in records if "batch" in r]
+        # Sockets the server closed during the run (the watcher reconnected each, as a page does).
+        self.disconnects = sum(1 for r in records if "closed" in r)
 
     def latencies_ms(self) -> dict[str, list[float]]:
         """For each event, the time from its commit to the first batch that carried it, by kind."""
@@ -297,6 +301,7 @@ def run_bench(
             "p50": _round(percentile(latencies, 0.5)),
             "p99": _round(percentile(latencies, 0.99)),
             "events": len(latencies),
+            "disconnects": watcher.disconnects,
             "p99_by_kind": {k: _round(percentile(v, 0.99)) for k, v in sorted(by_kind.items())},
         },
         "speed": config.speed,

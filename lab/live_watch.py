@@ -2,7 +2,9 @@
 
 The benchmark runs it as a child process, so the moment a batch arrives is stamped by a process
 that shares no interpreter lock with the lab's simulated BMCs and agents. It writes one JSON line
-per batch (`{"at": <unix time>, "batch": {...}}`) to the output file until SIGTERM.
+per batch (`{"at": <unix time>, "batch": {...}}`) to the output file until SIGTERM. A socket
+the server closes is reconnected, as the page does, and written as `{"at": ..., "closed": rack}`:
+the benchmark counts them, since a batch that never came cannot be timed.
 
     python -m lab.live_watch --url http://127.0.0.1:8000 --cookie SESSIONID --out FILE RACK_ID...
 """
@@ -27,22 +29,41 @@ async def watch(url: str, cookie: str, racks: list[int], out, ready) -> None:
     headers = {"Origin": f"http://127.0.0.1:{port}", "Cookie": f"sessionid={cookie}"}
     base = url.replace("http://", "ws://")
 
-    async def read(ws) -> None:
-        async for msg in ws:
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                out.write(json.dumps({"at": time.time(), "batch": json.loads(msg.data)}) + "\n")
+    async def follow(http, rack: int, first) -> None:
+        ws = first
+        while True:
+            async for msg in ws:
+                if msg.type == aiohttp.WSMsgType.TEXT:
+                    batch = json.loads(msg.data)
+                    out.write(json.dumps({"at": time.time(), "batch": batch}) + "\n")
+            if stop.is_set():
+                return
+            out.write(json.dumps({"at": time.time(), "closed": rack}) + "\n")
+            while not stop.is_set():
+                try:
+                    ws = await connect(http, rack)
+                    break
+                except aiohttp.ClientError:
+                    await asyncio.sleep(1.0)  # the page's own back-off before it tries again
+            else:
+                return
+
+    def connect(http, rack: int):
+        return http.ws_connect(f"{base}/ws/rack/{rack}/", headers=headers, heartbeat=30)
 
     async with aiohttp.ClientSession() as http:
-        sockets = [
-            await http.ws_connect(f"{base}/ws/rack/{rack}/", headers=headers, heartbeat=30)
-            for rack in racks
-        ]
+        sockets = [await connect(http, rack) for rack in racks]
         ready()
-        readers = [asyncio.ensure_future(read(ws)) for ws in sockets]
+        followers = [
+            asyncio.ensure_future(follow(http, rack, ws))
+            for rack, ws in zip(racks, sockets, strict=True)
+        ]
         await stop.wait()
         for ws in sockets:
             await ws.close()
-        await asyncio.gather(*readers, return_exceptions=True)
+        for follower in followers:
+            follower.cancel()
+        await asyncio.gather(*followers, return_exceptions=True)
     out.flush()
 
 

@@ -42,6 +42,7 @@ def test_bench_measures_a_small_deployment_and_writes_json_and_plot(tmp_path):
         assert data[key] > 0, key
     latency = data["event_latency_ms"]
     assert latency["events"] > 0 and 0 < latency["p50"] <= latency["p99"]
+    assert latency["disconnects"] == 0
     assert data["machine"]["cpus"] >= 1
     assert (tmp_path / "states.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "makespan_ratio" in out.getvalue(), "the numbers are printed too"
