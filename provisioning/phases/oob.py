@@ -24,6 +24,10 @@ from .common import awaiting_boot, reboot_into
 
 # Node seconds a power-on holds its slot in the rack: the inrush a PDU must absorb.
 POWER_RAMP_S = 15.0
+# Looks at a BMC's firmware update task: before it reports progress, and the bounds after.
+TASK_LOOK_S = 60.0
+TASK_LOOK_MIN_S = 15.0
+TASK_LOOK_MAX_S = 300.0
 POWER_ON_RETRIES = 3
 
 
@@ -103,6 +107,19 @@ class PowerOn(Phase):
             ctx.set_stage("ramping", compared=ctx.record.compared)
             bmc.reset(PowerAction.ON)
         return Wait(10, f"powering on (the BMC reports {power})")
+
+
+def next_task_look_s(elapsed_s: float, percent: int | None) -> float:
+    """When to look at a BMC's update task again: at the end its progress so far predicts.
+
+    An HGX tray takes ten minutes or more; a look a minute was most of a deployment's Redfish
+    traffic while nothing changed. Bounded both ways: progress that stalls or jumps (some BMCs
+    report in coarse steps) never puts the next look more than five minutes out.
+    """
+    if not percent or percent <= 0 or percent >= 100:
+        return TASK_LOOK_S
+    remaining = elapsed_s * (100 - percent) / percent
+    return min(max(remaining, TASK_LOOK_MIN_S), TASK_LOOK_MAX_S)
 
 
 def take_power_slot(ctx: PhaseContext) -> bool:
@@ -207,14 +224,17 @@ class OobFirmware(Phase):
             bmc_task=staged.task_monitor or "",
             compared={**compared, "from": items[0].version},
         )
-        return Wait(60, f"BMC updating {self.kind} to {target['version']}")
+        return Wait(TASK_LOOK_S, f"BMC updating {self.kind} to {target['version']}")
 
     def poll(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
         if ctx.record.bmc_task:
             status = ctx.bmc().task_status(ctx.record.bmc_task)
             if status.state == TaskState.RUNNING:
                 percent = f" ({status.percent}%)" if status.percent is not None else ""
-                return Wait(60, f"BMC updating {self.kind} to {target['version']}{percent}")
+                return Wait(
+                    next_task_look_s(ctx.stage_elapsed(), status.percent),
+                    f"BMC updating {self.kind} to {target['version']}{percent}",
+                )
             if status.state == TaskState.FAILED:
                 words = "; ".join(status.messages) or status.raw_state
                 return Failure(f"{self.kind} firmware update failed: {words}", component=self.kind)
