@@ -67,3 +67,8 @@ def generated_secret(path: Path, nbytes: int = 48) -> str:
     with os.fdopen(fd, "w") as fh:
         fh.write(value)
     return value
+
+
+# What the web server (daphne) is started with by the demo and the lab: it pools its PostgreSQL
+# connections (settings.DB_POOL_SIZE says why). An operator's own environment overrides it.
+WEB_SERVER_ENV = {"GREENLIGHT_DB_POOL": "16"}

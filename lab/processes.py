@@ -14,6 +14,8 @@ import httpx
 from django.conf import settings
 from django.db import connection
 
+from greenlight.env import WEB_SERVER_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -47,10 +49,6 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-# The web server pools its PostgreSQL connections (settings.DB_POOL_SIZE says why).
-WEB_ENV = {"GREENLIGHT_DB_POOL": "16"}
-
-
 def start_web(
     env: dict[str, str], port: int | None = None, log=None
 ) -> tuple[subprocess.Popen, str]:
@@ -59,7 +57,7 @@ def start_web(
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "greenlight.asgi:application"],
-        cwd=ROOT, env={**WEB_ENV, **env}, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        cwd=ROOT, env={**WEB_SERVER_ENV, **env}, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from lab.processes import ROOT, WEB_ENV
+from greenlight.env import WEB_SERVER_ENV
+from lab.processes import ROOT
 
 SHOW = (
     "import json, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'greenlight.settings');"
@@ -35,7 +36,7 @@ def database_settings(**env: str) -> list:
 @pytest.mark.parametrize(
     ("env", "pooled"),
     [
-        ({"DATABASE_URL": "postgres://gl@db.example:5432/gl", **WEB_ENV}, True),
+        ({"DATABASE_URL": "postgres://gl@db.example:5432/gl", **WEB_SERVER_ENV}, True),
         ({"DATABASE_URL": "postgres://gl@db.example:5432/gl"}, False),
         ({"GREENLIGHT_DB_POOL": "16"}, False),  # SQLite: nothing to pool
     ],
@@ -44,6 +45,6 @@ def test_only_a_postgresql_process_told_to_pools(env, pooled):
     max_age, pool = database_settings(**env)
     if pooled:
         # A pool and persistent connections exclude each other (Django refuses both).
-        assert max_age == 0 and pool["max_size"] == int(WEB_ENV["GREENLIGHT_DB_POOL"])
+        assert max_age == 0 and pool["max_size"] == int(WEB_SERVER_ENV["GREENLIGHT_DB_POOL"])
     else:
         assert pool is None

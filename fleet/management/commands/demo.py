@@ -30,6 +30,7 @@ from fleet.models import Node, Rack, Sku
 from fleet.roles import FLEET_ADMIN
 from fleet.sample_data import DEMO_RACK, DEMO_SITE, SKU_NAME, load_samples
 from greenlight.embedded_redis import stop_embedded_redis
+from greenlight.env import WEB_SERVER_ENV
 
 ROOT = Path(settings.BASE_DIR)
 ADMIN_USERNAME = "admin"
@@ -158,12 +159,10 @@ class Command(BaseCommand):
             "beat",
             [py, "-m", "celery", "-A", "greenlight", "beat", "-s", str(schedule), "-l", "INFO"],
         )
-        from lab.processes import WEB_ENV
-
         web = self._spawn(
             "web",
             [py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "greenlight.asgi:application"],
-            env=WEB_ENV,
+            env=WEB_SERVER_ENV,
         )
         self._wait_for_port(web, port)
         if no_lab:
