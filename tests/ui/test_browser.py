@@ -162,6 +162,8 @@ def test_a_dropped_socket_reconnects_and_the_page_matches_the_database(
     page = open_as(bob, f"/racks/{rack.pk}/")
     status = page.locator("#live-status")
     expect(status).to_have_attribute("data-state", "open", timeout=TIMEOUT)
+    # The first sync follows the socket's opening: stopping before it lands would race it.
+    page.wait_for_function("window.greenlight.syncs >= 1")
 
     server.stop()  # the socket drops with the server
     expect(status).to_have_attribute("data-state", "retrying", timeout=TIMEOUT)
