@@ -38,6 +38,8 @@ class Run(models.Model):
     # Set when something the run waits for happened while a step was running (an agent checked
     # in, a command finished): the step then schedules its next look at once.
     nudged_at = models.DateTimeField(null=True, blank=True)
+    # When the sweep last re-sent this run's look: it waits a whole margin before another.
+    resent_at = models.DateTimeField(null=True, blank=True)
     wait_reason = models.CharField(max_length=300, blank=True)
     last_error = models.TextField(blank=True)
     transient_budget = models.PositiveSmallIntegerField(default=0)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from celery import shared_task
-from celery.signals import worker_shutdown
+from celery.signals import before_task_publish, worker_shutdown
 
 from . import engine
+from .sweep import queue_lag_s, stamp_sent_at
 from .sweep import sweep as sweep_runs
+
+SWEEP_TASK = "provisioning.tasks.sweep"
 
 
 @shared_task(name="provisioning.tasks.advance_run")
@@ -15,10 +18,17 @@ def advance_run(run_id: int, step: int) -> None:
     engine.advance(run_id, step)
 
 
-@shared_task(name="provisioning.tasks.sweep")
-def sweep() -> int:
+@shared_task(name=SWEEP_TASK, bind=True)
+def sweep(self) -> int:
     """Re-send lost steps (Celery beat runs this periodically)."""
-    return sweep_runs()
+    return sweep_runs(queue_lag_s=queue_lag_s(self.request))
+
+
+@before_task_publish.connect
+def stamp_sweep_messages(sender=None, headers=None, **_: object) -> None:
+    """The sweep measures the queue's lag on its own message: it needs its publishing time."""
+    if sender == SWEEP_TASK and headers is not None:
+        stamp_sent_at(headers)
 
 
 @worker_shutdown.connect
