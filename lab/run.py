@@ -133,9 +133,13 @@ class LabRun:
     def wait(self, runs: dict[int, Run], poll_s: float = 0.25) -> bool:
         """Poll until none of `runs` is active (True) or the time limit passes (False)."""
         deadline = time.monotonic() + self.config.timeout_s
-        ids = [r.pk for r in runs.values()]
+        ids = {r.pk for r in runs.values()}
+        # A range, not `pk IN (...)`: with hundreds of runs, building that statement four times
+        # a second was a fifth of the lab's CPU, on the cores the control plane is measured on.
+        span = (min(ids), max(ids)) if ids else (0, -1)
+        active = Run.objects.filter(pk__range=span, status__in=ACTIVE_RUN_STATUSES)
         while time.monotonic() < deadline:
-            if not Run.objects.filter(pk__in=ids, status__in=ACTIVE_RUN_STATUSES).exists():
+            if not ids.intersection(active.values_list("pk", flat=True)):
                 return True
             time.sleep(poll_s)
         return False
