@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from django.utils import timezone
@@ -14,23 +16,43 @@ from .agent_sessions import token_of
 from .choices import AgentEnvironment, CommandStatus
 from .errors import AgentRefused, AgentUnavailable
 from .models import AgentCommand, AgentSession, Run
+from .redfish.tls import default_context
 
 TIMEOUT = httpx.Timeout(5.0, connect=2.0)
 
-_http: httpx.Client | None = None
-_http_lock = threading.Lock()
+# One small client per agent, not one pool for all: httpcore scans every connection of a pool on
+# each request and each close, and with hundreds of agents in one pool that scan was a quarter
+# of a worker's CPU. The least recently used clients are closed past the cap.
+MAX_AGENT_CLIENTS = 2048
+_clients: OrderedDict[str, httpx.Client] = OrderedDict()
+_clients_lock = threading.Lock()
 
 
-def agent_http() -> httpx.Client:
-    """The process's one client for agents: building a client per call (TLS context, pool) cost
-    more CPU than the calls themselves. httpx clients are safe to share between threads."""
-    global _http
-    with _http_lock:
-        if _http is None:
-            _http = httpx.Client(
-                timeout=TIMEOUT, limits=httpx.Limits(max_connections=256, keepalive_expiry=30)
-            )
-        return _http
+def agent_http(url: str) -> httpx.Client:
+    """The process's client for the agent at `url` (shared by threads, kept between steps).
+
+    Building a client per call (TLS context, pool) cost more CPU than the calls themselves, so
+    each agent's client lives on, and all of them share one TLS context.
+    """
+    parts = urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    with _clients_lock:
+        client = _clients.get(origin)
+        if client is not None:
+            _clients.move_to_end(origin)
+            return client
+        client = httpx.Client(
+            timeout=TIMEOUT,
+            verify=default_context(),
+            limits=httpx.Limits(
+                max_connections=4, max_keepalive_connections=2, keepalive_expiry=30
+            ),
+        )
+        _clients[origin] = client
+        while len(_clients) > MAX_AGENT_CLIENTS:
+            _, oldest = _clients.popitem(last=False)
+            oldest.close()
+        return client
 
 
 def live_session(node: Node, environment: str | None = None) -> AgentSession | None:
@@ -46,7 +68,9 @@ def _call(
 ) -> httpx.Response:
     headers = {"Authorization": f"Bearer {token_of(session)}"}
     try:
-        return agent_http().request(method, session.agent_url + path, json=body, headers=headers)
+        return agent_http(session.agent_url).request(
+            method, session.agent_url + path, json=body, headers=headers
+        )
     except httpx.TransportError as exc:
         raise AgentUnavailable(f"agent of {session.node.serial} did not answer: {exc}") from None
 
