@@ -87,7 +87,7 @@ def _resent(run: Run) -> bool:
     return Run.objects.filter(pk=run.pk, resent_at__isnull=False).exists()
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_worker_measures_the_lag_on_the_sweeps_own_message(tmp_path):
     late = _overdue_run(30)
     lost = _overdue_run(600)
