@@ -131,6 +131,11 @@ CHANNEL_LAYERS = {
         "CONFIG": {
             "hosts": [{"address": REDIS_URL, "socket_timeout": LIVE_REDIS_SOCKET_TIMEOUT_S}],
             "prefix": env_str("CHANNEL_PREFIX", "greenlight" + _TEST_WORKER),
+            # Every socket of one web process shares one Redis list, and a send to a list over
+            # capacity is dropped with no more than an INFO log: at the default 100, a busy web
+            # process lost rack updates in a 741-node run, and those nodes stayed stale on the
+            # page until their next change (minutes later). A message is a few hundred bytes.
+            "capacity": env_int("GREENLIGHT_LIVE_CAPACITY", 5000),
         },
     }
 }
