@@ -43,18 +43,18 @@ def _upsert(node: Node, rows: list[tuple[str, str, dict[str, Any]]]) -> int:
     changed_fields: set[str] = set()
     now = timezone.now()
     for kind, slot, fields in rows:
-        current = existing.get((kind, slot)) or new.get((kind, slot))
+        current = existing.get((kind, slot))
         if current is None:
+            # A slot reported twice in one inventory: the last report wins, as before.
             new[(kind, slot)] = Component(node=node, kind=kind, slot=slot, **fields)
             continue
         delta = {k: v for k, v in fields.items() if getattr(current, k) != v}
         if delta:
             for k, v in delta.items():
                 setattr(current, k, v)
-            if current.pk is not None:
-                current.observed_at = now
-                changed_fields.update(delta)
-                updated[(kind, slot)] = current
+            current.observed_at = now
+            changed_fields.update(delta)
+            updated[(kind, slot)] = current
     # One INSERT for every new part and one UPDATE for every changed one: a node's first
     # in-band inventory is 26 parts, and a NIC firmware update changes eight.
     if new:
