@@ -44,6 +44,15 @@ CATALOG: dict[str, FaultSpec] = {
             "component",
             "bios",
         ),
+        FaultSpec(
+            "update_answer_held",
+            "transient",
+            "bmc",
+            "the BMC starts the next update of this component but holds its answer past any"
+            " client's timeout (the sender is caught between accepted and recorded); once",
+            "component",
+            "bios",
+        ),
         FaultSpec("slow_reset", "transient", "system", "resets take longer", "factor", "20"),
         FaultSpec(
             "slow_reset_once",

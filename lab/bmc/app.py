@@ -33,6 +33,9 @@ IMAGE_NAME = re.compile(
 )
 # Real seconds a "bmc_timeout" fault holds an answer: longer than any timeout tests use.
 TIMEOUT_HOLD_SECONDS = 3.0
+# Real seconds an "update_answer_held" fault holds the answer to an update it started: longer
+# than the Redfish client's 10 s timeout, so the sender never learns the update was accepted.
+UPDATE_ANSWER_HOLD_SECONDS = 15.0
 LICENCE_MESSAGE = "Not licensed to perform this request. The SFT-DCMS-SINGLE license is required."
 
 
@@ -382,7 +385,7 @@ class BmcApp:
                 return self._doc(r.firmware_item(self.paths, entry))
         return redfish_error(404, "no such firmware item")
 
-    def _start_update(self, image_name: str, targets: list[str]) -> web.Response:
+    async def _start_update(self, image_name: str, targets: list[str]) -> web.Response:
         parsed = IMAGE_NAME.match(image_name)
         if parsed is None:
             return redfish_error(400, f"cannot tell the component of image {image_name!r}")
@@ -396,6 +399,11 @@ class BmcApp:
             if match[0].component != component:
                 return redfish_error(400, f"image {image_name} does not fit target {target}")
         task = self.node.start_update(component, parsed["version"], self._now())
+        faults = self.node.faults
+        if faults.param("update_answer_held") == component:
+            # Accepted, and the task runs; the answer comes too late for anyone waiting on it.
+            faults.clear("update_answer_held")
+            await asyncio.sleep(UPDATE_ANSWER_HOLD_SECONDS)
         response = web.Response(status=202)
         response.headers["Location"] = self.flavour.link(f"{self.paths.tasks}/{task.id}")
         return response
@@ -408,7 +416,9 @@ class BmcApp:
         uri = (body or {}).get("ImageURI")
         if not isinstance(uri, str) or not uri:
             return redfish_error(400, "ImageURI is required")
-        return self._start_update(basename(urlsplit(uri).path), list(body.get("Targets") or []))
+        return await self._start_update(
+            basename(urlsplit(uri).path), list(body.get("Targets") or [])
+        )
 
     async def _multipart_update(self, request, match):
         gated = self._gated()
@@ -427,7 +437,7 @@ class BmcApp:
                 await part.read()
         if not filename:
             return redfish_error(400, "UpdateFile is required")
-        return self._start_update(filename, list(parameters.get("Targets") or []))
+        return await self._start_update(filename, list(parameters.get("Targets") or []))
 
     # -- tasks ------------------------------------------------------------------------------
 

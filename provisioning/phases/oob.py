@@ -188,6 +188,8 @@ class OobFirmware(Phase):
         stage = ctx.record.stage
         if stage == "":
             return self.start(ctx, target)
+        if stage == "pushing":
+            return self.resume_push(ctx, target)
         if stage == "updating":
             return self.poll(ctx, target)
         if stage == "rebooting":
@@ -209,6 +211,17 @@ class OobFirmware(Phase):
             verify_artifact(target["url"], target["sha256"])
         except ArtifactMismatch as exc:
             return Failure(str(exc), component=self.kind, permanent=True)
+        # The intent is saved before the BMC is asked, with the tasks the BMC lists now. A BMC
+        # that accepted the update shows a new task, while the component's version only changes
+        # at the next reset: if the worker dies (or the answer is lost) between the BMC accepting
+        # the update and the receipt being saved below, the next look finds that task in
+        # resume_push and follows it, instead of flashing the component a second time.
+        compared = {**compared, "from": items[0].version}
+        ctx.set_stage(
+            "pushing",
+            bmc_task="",
+            compared={**compared, "tasks_before": ctx.bmc().task_members()},
+        )
         try:
             staged = ctx.bmc().update_firmware(image_uri=target["url"], targets=[items[0].odata_id])
         except ActionNotSupported:
@@ -219,12 +232,23 @@ class OobFirmware(Phase):
                     filename=target["url"].rsplit("/", 1)[-1],
                     targets=[items[0].odata_id],
                 )
-        ctx.set_stage(
-            "updating",
-            bmc_task=staged.task_monitor or "",
-            compared={**compared, "from": items[0].version},
-        )
+        ctx.set_stage("updating", bmc_task=staged.task_monitor or "", compared=compared)
         return Wait(TASK_LOOK_S, f"BMC updating {self.kind} to {target['version']}")
+
+    def resume_push(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+        """A look after a push whose answer was never recorded: observe the BMC, push at most once.
+
+        The run holds the node, so a task the BMC lists now and did not list before the push is
+        that push's: follow it. No new task means the BMC never took the request; start again
+        (which observes the inventory first, so a component already at the target is skipped).
+        """
+        compared = dict(ctx.record.compared)
+        before = set(compared.pop("tasks_before", None) or [])
+        new = [task for task in ctx.bmc().task_members() if task not in before]
+        if not new:
+            return self.start(ctx, target)
+        ctx.set_stage("updating", bmc_task=new[-1], compared=compared)
+        return self.poll(ctx, target)
 
     def poll(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
         if ctx.record.bmc_task:

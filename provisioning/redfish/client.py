@@ -306,6 +306,10 @@ class RedfishClient:
         """What firmware runs now, per component."""
         return firmware.inventory(self)
 
+    def task_members(self) -> list[str]:
+        """The task monitors the BMC's TaskService lists now (empty if it has none)."""
+        return firmware.task_members(self)
+
     def task_status(self, monitor: str) -> TaskStatus:
         """One look at a task monitor (202 while running); never waits."""
         return firmware.task_status(self, monitor)

@@ -92,6 +92,17 @@ def update(
     )
 
 
+def task_members(client: RedfishClient) -> list[str]:
+    """The tasks the BMC's TaskService lists now; empty when it offers no TaskService."""
+    root = client.root()
+    try:
+        service_path = client.link(root, "TaskService", url="/redfish/v1/")
+        service = client.get(service_path)
+        return client.members(client.link(service, "Tasks", url=service_path))
+    except (errors.ResourceMissing, errors.ActionNotSupported):
+        return []
+
+
 def task_status(client: RedfishClient, monitor: str) -> TaskStatus:
     """One look at a task: 202 means still running; a Task body's TaskState says the rest."""
     client.open()

@@ -46,13 +46,18 @@ def test_worker_killed_mid_firmware_phase_resumes_and_flashes_each_component_onc
     # Two nodes: the fabric gate needs a partner in the rack.
     config = LabRunConfig(nodes=2, faults="none", speed=150, soak_hours=0.25, timeout_s=300)
     with LabRun(config, log_dir=tmp_path) as lab:
+        # The worst moment to die: the BMC has accepted the BIOS update (its task runs) and the
+        # worker is still waiting for the answer, so nothing it wrote says the update was sent.
+        # The first node's BMC holds that answer past the client's timeout, which pins the worker
+        # in exactly that window: no sleep, no race (had it timed out first, it would still never
+        # have learnt that the update was accepted).
+        held = lab.hall.nodes[0]
+        lab.hall.set_fault(0, "update_answer_held:bios")
         runs = lab.start_pass()
-        run = next(iter(runs.values()))
+        run = runs[lab.nodes[0].pk]
         _wait_for(
-            lambda: PhaseRecord.objects.filter(
-                run=run, phase="bios_firmware", stage="updating"
-            ).exists(),
-            "the BIOS update to be under way",
+            lambda: _firmware_flashes(held).get("bios") == 1,
+            "the BMC to accept the BIOS update",
             run,
         )
         processes.kill(lab.workers.pop())
