@@ -46,8 +46,8 @@ def percentile(values: list[float], q: float) -> float | None:
 class ResourceSampler:
     """Samples the CPU time and memory of Greenlight's processes while the run goes."""
 
-    def __init__(self, web, workers):
-        self.procs = {"web": [psutil.Process(web.pid)]}
+    def __init__(self, web_servers, workers):
+        self.procs = {"web": [psutil.Process(w.pid) for w in web_servers]}
         self.procs["workers"] = [psutil.Process(w.pid) for w in workers]
         # The lab (BMCs, agents, artifacts) runs in this process: not orchestration, but it
         # shares the cores, so its cost is reported beside it.
@@ -253,7 +253,7 @@ def run_bench(
         )
         watcher = LiveWatcher(lab.env_url, racks, log_dir / "live-batches.jsonl")
         watcher.start()
-        sampler = ResourceSampler(lab.web, lab.workers)
+        sampler = ResourceSampler([lab.web, lab.agent_api], lab.workers)
         sampler.start()
         started = time.time()
         runs = lab.start_pass()

@@ -60,6 +60,7 @@ class LabRun:
         )
         self.site: LabSite | None = None
         self.web = None
+        self.agent_api = None
         self.workers: list = []
         self.beat = None
         self.env: dict[str, str] = {}
@@ -83,9 +84,13 @@ class LabRun:
             **c.extra_env,
         )
         try:
-            self.web, url = processes.start_web(self.env, log=self._log("web"))
-            self.env_url = url
-            self.site = LabSite(self.hall, url)
+            self.web, self.env_url = processes.start_web(self.env, log=self._log("web"))
+            # The agents talk to a server of their own, as in production (README, "Running it"):
+            # hundreds of agents' check-ins and results must not queue the browsers' live updates.
+            self.agent_api, agent_api_url = processes.start_web(
+                self.env, log=self._log("agent-api")
+            )
+            self.site = LabSite(self.hall, agent_api_url)
             self.site.start()
             publish_lab_documents(c.flavour, self.site.artifact_url, soak_hours=c.soak_hours)
             self.nodes = enroll_hall(self.hall, site=c.site, rack=c.rack, racks=c.racks)
@@ -110,7 +115,7 @@ class LabRun:
         return worker
 
     def __exit__(self, *exc_info: object) -> None:
-        for proc in [self.beat, *self.workers, self.web]:
+        for proc in [self.beat, *self.workers, self.web, self.agent_api]:
             if proc is not None:
                 processes.stop(proc)
         if self.site is not None:
