@@ -81,22 +81,22 @@ def start_run(
 def start_runs(nodes, *, actor=None) -> tuple[dict[int, Run], dict[int, str]]:
     """Start provisioning runs on many nodes at once (a rack, a deployment).
 
-    One transaction, so a thousand starts cost one commit, and the first steps go out together
-    when it commits; each node is its own savepoint, so one that cannot start (no manifest,
-    already running) is reported by id with the reason and the others start.
+    Each node commits on its own, so its first step and its events go out as it starts: in one
+    transaction for 741 nodes, the first node's events waited for the last node's commit. One
+    that cannot start (no manifest, already running) is reported by id with the reason and the
+    others start.
     """
     _require(actor, "fleet.start_run")
     runs: dict[int, Run] = {}
     refused: dict[int, str] = {}
     manifests: dict[int, Manifest | None] = {}
-    with transaction.atomic():
-        for node in nodes:
-            if node.sku_id not in manifests:
-                manifests[node.sku_id] = Manifest.current_for(node.sku)
-            try:
-                runs[node.pk] = start_run(node, actor=actor, manifest=manifests[node.sku_id])
-            except RunError as exc:
-                refused[node.pk] = str(exc)
+    for node in nodes:
+        if node.sku_id not in manifests:
+            manifests[node.sku_id] = Manifest.current_for(node.sku)
+        try:
+            runs[node.pk] = start_run(node, actor=actor, manifest=manifests[node.sku_id])
+        except RunError as exc:
+            refused[node.pk] = str(exc)
     return runs, refused
 
 

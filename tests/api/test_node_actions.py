@@ -160,6 +160,6 @@ def test_start_runs_on_a_rack_starts_every_startable_node_and_says_why_not_the_r
     assert Node.objects.get(pk=busy.pk).state == NodeState.IN_SERVICE
     for node_id, run_id in body["started"].items():
         assert Run.objects.get(pk=run_id).node_id == int(node_id)
-    # The refused node's savepoint rolled back alone; every started run's first step is sent.
+    # The refused node rolled back alone; every started run's first step is sent.
     assert Node.objects.get(pk=no_manifest.pk).state == NodeState.ENROLLED
     assert sum(1 for c in sent if "send" in getattr(c, "__qualname__", "")) == len(ready)
