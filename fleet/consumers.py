@@ -55,10 +55,11 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def live_event(self, message: dict) -> None:
-        self.buffer.add(message["event"])
+    async def live_events(self, message: dict) -> None:
+        for event in message["events"]:
+            self.buffer.add(event)
         if self.flush_task is not None:
-            return  # a batch is already due: this event rides with it
+            return  # a batch is already due: these events ride with it
         wait = self.last_sent + self.window - asyncio.get_running_loop().time()
         if wait <= 0:
             # Quiet until now: send at once, so a lone change reaches the browser without delay.

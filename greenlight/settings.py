@@ -127,7 +127,8 @@ REDIS_URL = env_str("REDIS_URL") or ensure_embedded_redis(VAR_DIR)
 LIVE_REDIS_SOCKET_TIMEOUT_S = env_float("GREENLIGHT_LIVE_REDIS_TIMEOUT_S", 30.0)
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        # channels_redis, with a send to many groups in two round trips (fleet/channel_layer.py).
+        "BACKEND": "fleet.channel_layer.LiveChannelLayer",
         "CONFIG": {
             "hosts": [{"address": REDIS_URL, "socket_timeout": LIVE_REDIS_SOCKET_TIMEOUT_S}],
             "prefix": env_str("CHANNEL_PREFIX", "greenlight" + _TEST_WORKER),

