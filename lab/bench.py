@@ -46,8 +46,11 @@ def percentile(values: list[float], q: float) -> float | None:
 class ResourceSampler:
     """Samples the CPU time and memory of Greenlight's processes while the run goes."""
 
-    def __init__(self, web_servers, workers):
-        self.procs = {"web": [psutil.Process(w.pid) for w in web_servers]}
+    def __init__(self, web, agent_api, workers):
+        self.procs = {
+            "web": [psutil.Process(web.pid)],
+            "agent_api": [psutil.Process(agent_api.pid)],
+        }
         self.procs["workers"] = [psutil.Process(w.pid) for w in workers]
         # The lab (BMCs, agents, artifacts) runs in this process: not orchestration, but it
         # shares the cores, so its cost is reported beside it.
@@ -253,7 +256,7 @@ def run_bench(
         )
         watcher = LiveWatcher(lab.env_url, racks, log_dir / "live-batches.jsonl")
         watcher.start()
-        sampler = ResourceSampler([lab.web, lab.agent_api], lab.workers)
+        sampler = ResourceSampler(lab.web, lab.agent_api, lab.workers)
         sampler.start()
         started = time.time()
         runs = lab.start_pass()
@@ -277,7 +280,7 @@ def run_bench(
         state_plot(plot, config.speed, first.created_at.timestamp(), [n.pk for n in lab.nodes])
     healthy = [n for n in nodes if not n["hardware_fault"]]
     faulty = [n for n in nodes if n["hardware_fault"]]
-    cpu_s = sampler.cpu_s("web", "workers")
+    cpu_s = sampler.cpu_s("web", "agent_api", "workers")
     return {
         "nodes": len(nodes),
         "racks": config.racks,
@@ -294,6 +297,11 @@ def run_bench(
         "wall_s": round(wall_s, 1),
         "cpu_s_per_node": round(cpu_s / max(len(nodes), 1), 3),
         "lab_cpu_s_per_node": round(sampler.cpu_s("lab") / max(len(nodes), 1), 3),
+        # Where the orchestration's CPU goes: the browsers' server, the agents', the workers.
+        "cpu_s_per_node_by_process": {
+            role: round(sampler.cpu_s(role) / max(len(nodes), 1), 3)
+            for role in ("web", "agent_api", "workers", "lab")
+        },
         "tasks_per_s": round(steps / wall_s, 1),
         "queries_per_phase": round(queries_logged(queries_dir) / max(phases, 1), 1),
         "worker_peak_rss_mb": round(sampler.peak_worker_rss / 2**20, 1),

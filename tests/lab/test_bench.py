@@ -40,6 +40,11 @@ def test_bench_measures_a_small_deployment_and_writes_json_and_plot(tmp_path):
     assert data["single_node_lab_s"] > 0 and data["makespan_lab_s"] > 0
     for key in ("cpu_s_per_node", "tasks_per_s", "queries_per_phase", "worker_peak_rss_mb"):
         assert data[key] > 0, key
+    by_process = data["cpu_s_per_node_by_process"]
+    assert all(by_process[role] > 0 for role in ("web", "agent_api", "workers", "lab"))
+    assert data["cpu_s_per_node"] == pytest.approx(
+        by_process["web"] + by_process["agent_api"] + by_process["workers"], abs=0.01
+    )
     latency = data["event_latency_ms"]
     assert latency["events"] > 0 and 0 < latency["p50"] <= latency["p99"]
     assert latency["disconnects"] == 0
