@@ -45,7 +45,8 @@ class LiveChannelLayer(RedisChannelLayer):
         members = await self._members(list(messages))
         now = time.time()
         pipes: dict[int, object] = {}
-        sent: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        # Per host: each group and the position of its script's reply in the pipeline's replies.
+        scripts: dict[int, list[tuple[str, int]]] = defaultdict(list)
         for group, channels in members.items():
             if not channels:
                 continue
@@ -60,16 +61,12 @@ class LiveChannelLayer(RedisChannelLayer):
                     pipe.zremrangebyscore(key, min=0, max=int(now) - int(self.expiry))
                 args = [keyed_message[k] for k in keys] + [capacity[k] for k in keys]
                 pipe.eval(GROUP_SEND_LUA, len(keys), *keys, *args, now, self.expiry)
-                sent[index].append((group, len(keys)))
+                scripts[index].append((group, len(pipe) - 1))
         hosts = list(pipes)
         replies = await asyncio.gather(*(pipes[i].execute() for i in hosts))
         for index, reply in zip(hosts, replies, strict=True):
-            evals = iter(reply)
-            for group, keys in sent[index]:
-                for _ in range(keys):
-                    next(evals)  # the expiry trims
-                full = next(evals)
-                if full:
+            for group, position in scripts[index]:
+                if full := reply[position]:
                     logger.warning(
                         "%s channel(s) of group %s full: live update dropped", full, group
                     )

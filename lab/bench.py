@@ -50,8 +50,8 @@ class ResourceSampler:
         self.procs = {
             "web": [psutil.Process(web.pid)],
             "agent_api": [psutil.Process(agent_api.pid)],
+            "workers": [psutil.Process(w.pid) for w in workers],
         }
-        self.procs["workers"] = [psutil.Process(w.pid) for w in workers]
         # The lab (BMCs, agents, artifacts) runs in this process: not orchestration, but it
         # shares the cores, so its cost is reported beside it.
         self.procs["lab"] = [psutil.Process()]

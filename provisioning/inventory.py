@@ -45,7 +45,7 @@ def _upsert(node: Node, rows: list[tuple[str, str, dict[str, Any]]]) -> int:
     for kind, slot, fields in rows:
         current = existing.get((kind, slot))
         if current is None:
-            # A slot reported twice in one inventory: the last report wins, as before.
+            # Keyed by slot: a slot reported twice in one inventory is written once, the last.
             new[(kind, slot)] = Component(node=node, kind=kind, slot=slot, **fields)
             continue
         delta = {k: v for k, v in fields.items() if getattr(current, k) != v}

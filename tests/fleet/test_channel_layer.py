@@ -53,19 +53,28 @@ def test_each_member_of_each_group_gets_its_groups_message_and_empty_groups_cost
     assert asyncio.run(scenario()) == {"rack": [1, 3], "fleet": [3], "node": [1, 2]}
 
 
-def test_a_full_channel_drops_the_message_with_a_warning(caplog):
-    layer = _layer(prefix=f"test-full-{uuid.uuid4().hex[:8]}", capacity=2)
+def test_a_full_channel_drops_the_message_with_a_warning_naming_its_group(caplog):
+    prefix = f"test-full-{uuid.uuid4().hex[:8]}"
+    layer, other_web = _layer(prefix=prefix, capacity=2), _layer(prefix=prefix, capacity=2)
 
-    async def scenario() -> int:
-        channel = await layer.new_channel()
-        await layer.group_add("rack-2", channel)
-        for n in range(3):  # nobody reads: the third finds the list full
+    async def scenario() -> tuple[int, int]:
+        # Two web processes: the channels of one process share one list.
+        full, roomy = await layer.new_channel(), await other_web.new_channel()
+        await layer.group_add("rack-2", full)
+        await layer.group_add("rack-3", roomy)
+        for n in range(2):  # nobody reads rack-2: after these its list is full
             await layer.group_send_many({"rack-2": {"type": "live.events", "n": n}})
-        queued = await layer.connection(0).zcard(layer.prefix + layer.non_local_name(channel))
+        await layer.group_send_many(
+            {"rack-3": {"type": "live.events", "n": 9}, "rack-2": {"type": "live.events", "n": 2}}
+        )
+        redis = layer.connection(0)
+        queued = [await redis.zcard(layer.prefix + layer.non_local_name(c)) for c in (full, roomy)]
         await layer.flush()
         await layer.close_pools()
-        return queued
+        await other_web.close_pools()
+        return tuple(queued)
 
     with caplog.at_level(logging.WARNING, logger="fleet.channel_layer"):
-        assert asyncio.run(scenario()) == 2
+        assert asyncio.run(scenario()) == (2, 1)
     assert "group rack-2 full: live update dropped" in caplog.text
+    assert "rack-3" not in caplog.text
