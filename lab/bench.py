@@ -81,8 +81,8 @@ class ResourceSampler:
             self.sample()
 
     def sample(self) -> None:
-        for role, procs in self.procs.items():
-            for proc in procs:
+        for role, roots in self.procs.items():
+            for proc in self._with_children(roots, skip_children=role == "lab"):
                 try:
                     times = proc.cpu_times()
                     self.cpu[proc.pid] = times.user + times.system
@@ -92,6 +92,18 @@ class ResourceSampler:
                         self.peak_worker_rss = max(self.peak_worker_rss, rss)
                 except psutil.Error:
                     pass
+
+    def _with_children(self, roots: list, skip_children: bool) -> list:
+        """The processes and their children (a gunicorn master's worker does the serving)."""
+        found = list(roots)
+        if not skip_children:
+            for root in roots:
+                try:
+                    found.extend(root.children(recursive=True))
+                except psutil.Error:
+                    pass
+        # psutil.Process objects for the same pid compare equal: a child seen again is the same.
+        return list(dict.fromkeys(found))
 
     def stop(self) -> None:
         self.sample()

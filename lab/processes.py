@@ -1,4 +1,4 @@
-"""Greenlight's processes for a lab run: the ASGI server and Celery workers, as children."""
+"""Greenlight's processes for a lab run: the web servers and Celery workers, as children."""
 
 from __future__ import annotations
 
@@ -60,18 +60,43 @@ def start_web(
         cwd=ROOT, env={**WEB_SERVER_ENV, **env}, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    return proc, _wait_until_answering(proc, f"http://127.0.0.1:{port}", "daphne")
+
+
+def _wait_until_answering(proc: subprocess.Popen, url: str, name: str) -> str:
+    """The server's URL once it answers; stops it and raises if it exits or never answers."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"daphne exited with {proc.returncode}")
+            raise RuntimeError(f"{name} exited with {proc.returncode}")
         try:
             httpx.get(url + "/accounts/login/", timeout=1)
-            return proc, url
+            return url
         except httpx.TransportError:
             time.sleep(0.1)
     stop(proc)
-    raise RuntimeError("daphne did not start")
+    raise RuntimeError(f"{name} did not start")
+
+
+def start_agent_api(
+    env: dict[str, str], port: int | None = None, threads: int = 8, log=None
+) -> tuple[subprocess.Popen, str]:
+    """Start the agents' API server (gunicorn, threads); return the process and its URL.
+
+    The agents' API is plain HTTP: a WSGI server answers it for a tenth of daphne's CPU per
+    request (measured: 0.6 ms against 5.4 ms for the same refused check-in), and hundreds of
+    agents reporting at once is where that adds up.
+    """
+    port = port or free_port()
+    proc = subprocess.Popen(
+        # Agents report every few seconds: a connection kept 75 s is not set up again each time.
+        [sys.executable, "-m", "gunicorn", "-b", f"127.0.0.1:{port}", "-k", "gthread",
+         "--threads", str(threads), "-w", "1", "--keep-alive", "75",
+         "greenlight.wsgi:application"],
+        cwd=ROOT, env={**WEB_SERVER_ENV, **env}, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    return proc, _wait_until_answering(proc, f"http://127.0.0.1:{port}", "gunicorn")
 
 
 def start_worker(
