@@ -60,7 +60,8 @@ class CheckIn:
 
 def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
     """Recognise the node by serial and MACs, issue this boot's token, revoke older boots."""
-    node = Node.objects.filter(serial=claim.serial).first()
+    # The rack comes along: the check-in event names the node's site.
+    node = Node.objects.select_related("rack").filter(serial=claim.serial).first()
     if node is None:
         _refuse(None, f"check-in from unknown serial {claim.serial!r}", remote=remote)
     known = {_normalise_mac(m) for m in node.mac_addresses}
@@ -146,8 +147,9 @@ def heartbeat(session: AgentSession, agent_url: str) -> None:
 
 def nudge_runs_of(node: Node) -> None:
     """Look at the node's active run now instead of at its next scheduled look."""
-    for run in Run.objects.filter(node=node, status__in=ACTIVE_RUN_STATUSES):
-        nudge(run)
+    active = Run.objects.filter(node=node, status__in=ACTIVE_RUN_STATUSES).order_by()
+    for run_id in active.values_list("pk", flat=True):
+        nudge(run_id)
 
 
 def _refuse(node: Node | None, reason: str, *, remote: str = "") -> None:

@@ -52,13 +52,15 @@ def hand_over(run: Run, due: datetime, wait_reason: str | None = None) -> None:
         send_step(run.pk, run.step)
 
 
-def nudge(run: Run) -> None:
-    """Ask for a look at the run now: at once if it waits, after the current step if it runs."""
+def nudge(run_id: int) -> None:
+    """Ask for a look at a run now: at once if it waits, after the current step if it runs."""
     now = timezone.now()
-    Run.objects.filter(pk=run.pk).update(nudged_at=now)
-    fresh = Run.objects.filter(pk=run.pk).values("step", "status").first()
-    if fresh and fresh["status"] in (RunStatus.QUEUED, RunStatus.WAITING):
-        send_step(run.pk, fresh["step"])
+    Run.objects.filter(pk=run_id).update(nudged_at=now)
+    # A slice, not first(): a lookup by key needs no ORDER BY (agents nudge on every report).
+    fresh = Run.objects.filter(pk=run_id).values("step", "status").order_by()[:1]
+    for row in fresh:
+        if row["status"] in (RunStatus.QUEUED, RunStatus.WAITING):
+            send_step(run_id, row["step"])
 
 
 def kick_off(run: Run) -> None:

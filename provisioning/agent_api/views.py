@@ -87,7 +87,7 @@ def command_result(request: HttpRequest, command_id: int) -> JsonResponse:
     except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     if store_result(command, body) and command.run_id:
-        nudge(command.run)
+        nudge(command.run_id)
     return JsonResponse({"ok": True})
 
 
