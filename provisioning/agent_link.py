@@ -119,10 +119,12 @@ def send(
         command.finished_at = timezone.now()
         command.save()
         raise AgentRefused(command.output)
-    AgentCommand.objects.filter(pk=command.pk, status=CommandStatus.QUEUED).update(
-        status=CommandStatus.SENT, sent_at=timezone.now()
-    )
-    command.refresh_from_db()
+    sent_at = timezone.now()
+    queued = AgentCommand.objects.filter(pk=command.pk, status=CommandStatus.QUEUED)
+    if queued.update(status=CommandStatus.SENT, sent_at=sent_at):
+        command.status, command.sent_at = CommandStatus.SENT, sent_at
+    else:
+        command.refresh_from_db()  # the agent's result came in before this write
     return command
 
 
