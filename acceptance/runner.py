@@ -167,12 +167,13 @@ class GatePhase(Phase):
         self.name = f"gate:{gate}"
 
     def execute(self, ctx: PhaseContext) -> Outcome:
-        thresholds = profile_thresholds(ctx, self.gate)
         if ctx.record.stage == "":
-            return self.send_tools(ctx, thresholds)
+            return self.send_tools(ctx, profile_thresholds(ctx, self.gate))
+        # Most looks find the tools still running: the profile is read only once they are done.
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
+        thresholds = profile_thresholds(ctx, self.gate)
         if ctx.record.stage == "resetting":
             if command.status == CommandStatus.FAILED:
                 parts = ", ".join(ctx.record.compared.get("gpus_reset") or []) or "GPU"

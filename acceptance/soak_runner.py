@@ -62,17 +62,14 @@ class SoakGate(Phase):
         # Whole sampling intervals, so the last sample falls at (or past) the soak's end.
         total_s = math.ceil(used["soak_hours"] * 3600 / interval) * interval
         chunk_s = max(interval, total_s // CHUNKS // interval * interval)
-        result, _ = GateResult.objects.get_or_create(
-            run=ctx.run,
-            gate=GateName.BURN_IN,
-            defaults={"node": ctx.node, "verdict": Verdict.RUNNING, "thresholds": used},
-        )
         done_s = int(ctx.record.compared.get("soaked_s", 0))
         if ctx.record.stage == "":
+            self.result(ctx, used)  # the soak shows as running from its first chunk
             return self.next_chunk(ctx, done_s, min(chunk_s, total_s - done_s), interval)
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
+        result = self.result(ctx, used)
         outputs = (command.result or {}).get("outputs") or {}
         end_s = int(ctx.record.compared.get("chunk_end_s", done_s))
         self.keep_samples(result, outputs.get("soak", "[]"))
@@ -106,6 +103,16 @@ class SoakGate(Phase):
             return Failure(f"burn_in: cannot judge: {verdict.error}", component="node")
         ctx.set_stage("", compared={"soaked_s": end_s})
         return Wait(1, f"soaked {end_s / 3600:.1f} of {total_s / 3600:g} h")
+
+    @staticmethod
+    def result(ctx: PhaseContext, used: dict[str, float]) -> GateResult:
+        """The soak's result row of this run (created running by the first chunk)."""
+        result, _ = GateResult.objects.get_or_create(
+            run=ctx.run,
+            gate=GateName.BURN_IN,
+            defaults={"node": ctx.node, "verdict": Verdict.RUNNING, "thresholds": used},
+        )
+        return result
 
     def next_chunk(self, ctx: PhaseContext, start_s: int, length_s: int, interval: int) -> Outcome:
         ctx.record.compared = {"soaked_s": start_s, "chunk_end_s": start_s + length_s}

@@ -14,17 +14,16 @@ from provisioning.engine import advance
 from provisioning.models import AgentCommand, PhaseRecord, Run
 from provisioning.runs import start_run
 
-# Claim the step (read the run, compare-and-set it), read the phase with its command, the
-# gate's thresholds (the profile, once per look), write the wait, hand the run over.
-WAITING_LOOK_QUERIES = 7
+# Claim the step (read the run, compare-and-set it), read the phase with its command, write the
+# wait, hand the run over. A gate reads its profile only once its tools are done; the soak reads
+# it on every look (its length is the phase's time limit) but its result row only between chunks.
+WAITING_LOOK_QUERIES = {"gate:gpu_health": 5, "gate:burn_in": 6}
 
 
-@pytest.fixture
-def gate_waiting_on_agent(node, manifest, profile, django_capture_on_commit_callbacks):
-    """A run at its GPU health gate, whose agent is still running the tools."""
-    with django_capture_on_commit_callbacks(execute=False):
-        run = start_run(node)
-    gate = run.phases.get(phase="gate:gpu_health")
+def waiting_on_agent(node, phase: str, stage: str) -> Run:
+    """A run at `phase`, in `stage`, whose agent is still running the phase's command."""
+    run = start_run(node)
+    gate = run.phases.get(phase=phase)
     run.phases.filter(order__lt=gate.order).update(status=PhaseStatus.DONE)
     now = timezone.now()
     command = AgentCommand.objects.create(
@@ -32,25 +31,39 @@ def gate_waiting_on_agent(node, manifest, profile, django_capture_on_commit_call
     )
     PhaseRecord.objects.filter(pk=gate.pk).update(
         status=PhaseStatus.WAITING,
-        stage="running",
+        stage=stage,
         command=command,
         started_at=now,
         stage_started_at=now,
         deadline_at=now + timedelta(hours=1),
         wait_reason="agent running run_tools, 0 min of 24.0 h",
     )
-    Run.objects.filter(pk=run.pk).update(status=RunStatus.WAITING, next_look_at=now)
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.WAITING, next_look_at=now, started_at=now - timedelta(hours=1)
+    )
     run.refresh_from_db()
     return run
 
 
+@pytest.fixture
+def gate_waiting_on_agent(node, manifest, profile, django_capture_on_commit_callbacks):
+    """A run at its GPU health gate, whose agent is still running the tools."""
+    with django_capture_on_commit_callbacks(execute=False):
+        return waiting_on_agent(node, "gate:gpu_health", "running")
+
+
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("phase", "stage"), [("gate:gpu_health", "running"), ("gate:burn_in", "soaking")]
+)
 def test_a_look_at_a_gate_waiting_on_its_agent_costs_a_pinned_number_of_queries(
-    gate_waiting_on_agent, django_assert_num_queries, django_capture_on_commit_callbacks
-):
-    run = gate_waiting_on_agent
+    node, manifest, profile, django_assert_num_queries, django_capture_on_commit_callbacks,
+    phase, stage,
+):  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=False):
+        run = waiting_on_agent(node, phase, stage)
     with django_capture_on_commit_callbacks(execute=False) as sent:
-        with django_assert_num_queries(WAITING_LOOK_QUERIES):
+        with django_assert_num_queries(WAITING_LOOK_QUERIES[phase]):
             advance(run.pk, run.step)
     run.refresh_from_db()
     assert run.status == RunStatus.WAITING and run.step == 1
