@@ -8,9 +8,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from fleet.models import Node
+from greenlight.prepared_reads import PreparedRead
 
 from .agent_sessions import token_of
 from .choices import AgentEnvironment, CommandStatus
@@ -55,12 +57,26 @@ def agent_http(url: str) -> httpx.Client:
         return client
 
 
-def live_session(node: Node, environment: str | None = None) -> AgentSession | None:
-    """The node's current (latest, unrevoked) agent session, optionally of one environment."""
-    sessions = AgentSession.objects.filter(node=node, revoked_at__isnull=True)
+def _live_sessions(node_id: int, environment: str | None) -> QuerySet[AgentSession]:
+    sessions = AgentSession.objects.filter(node_id=node_id, revoked_at__isnull=True)
     if environment:
         sessions = sessions.filter(environment=environment)
-    return sessions.order_by("-created_at").first()
+    return sessions.order_by("-created_at")
+
+
+# Most looks of an in-band phase ask for the live session: compiled once per environment.
+_LIVE_SESSION = {
+    environment: PreparedRead(lambda node_id, e=environment: _live_sessions(node_id, e)[:1])
+    for environment in (None, *AgentEnvironment.values)
+}
+
+
+def live_session(node: Node, environment: str | None = None) -> AgentSession | None:
+    """The node's current (latest, unrevoked) agent session, optionally of one environment."""
+    prepared = _LIVE_SESSION.get(environment or None)
+    if prepared is None:
+        return _live_sessions(node.pk, environment).first()
+    return prepared.first(node.pk)
 
 
 def _call(

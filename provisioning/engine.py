@@ -19,6 +19,7 @@ from fleet.choices import EventKind, NodeState
 from fleet.events import record as record_event
 from fleet.lifecycle import TransitionError, transition
 from fleet.models import Node
+from greenlight.prepared_reads import PreparedRead
 
 from . import clock
 from .choices import PhaseStatus, RunStatus
@@ -43,6 +44,21 @@ logger = logging.getLogger(__name__)
 # Phases finished in one task before it hands over: keeps one worker fair across many nodes.
 MAX_PHASES_PER_STEP = 6
 
+# The two reads of every step, compiled once (greenlight/prepared_reads.py says why).
+RUN_FOR_STEP = PreparedRead(
+    lambda run_id, step: Run.objects.select_related("node", "node__rack", "manifest").filter(
+        pk=run_id, step=step
+    )[:1]
+)
+NEXT_RECORD = PreparedRead(
+    lambda run_id: (
+        PhaseRecord.objects.filter(run_id=run_id)
+        .exclude(status__in=(PhaseStatus.DONE, PhaseStatus.SKIPPED))
+        .select_related("command")
+        .order_by("order")[:1]
+    )
+)
+
 
 def advance(run_id: int, step: int) -> None:
     """Take step `step` of run `run_id`, unless another worker already did."""
@@ -53,11 +69,7 @@ def advance(run_id: int, step: int) -> None:
         status=RunStatus.RUNNING, next_look_at__lt=now
     )
     # Read before the claim: when the look was due, to excuse the lateness of this look.
-    run = (
-        Run.objects.select_related("node", "node__rack", "manifest")
-        .filter(pk=run_id, step=step)
-        .first()
-    )
+    run = RUN_FOR_STEP.first(run_id, step)
     if run is None:
         return
     claimed = Run.objects.filter(claimable, pk=run_id, step=step).update(
@@ -102,13 +114,9 @@ def excuse_lateness(run: Run, late: timedelta) -> None:
 
 def next_record(run: Run) -> PhaseRecord | None:
     """The first phase of the run that is neither done nor skipped."""
-    record = (
-        run.phases.exclude(status__in=(PhaseStatus.DONE, PhaseStatus.SKIPPED))
-        .select_related("command")
-        .order_by("order")
-        .first()
-    )
+    record = NEXT_RECORD.first(run.pk)
     if record is not None:
+        record.run = run
         # The command the phase waits on was read in the same query: fresh for this look.
         record.command_read_with_record = True
     return record

@@ -1,0 +1,124 @@
+"""The engine's prepared reads give what the querysets they were built from give, in one query."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from fleet.models import Node
+from greenlight.prepared_reads import PreparedRead
+from provisioning.choices import PhaseStatus
+from provisioning.engine import NEXT_RECORD, RUN_FOR_STEP
+from provisioning.models import AgentCommand, PhaseRecord, Run
+from provisioning.runs import start_run
+from tests import factories
+
+
+def field_values(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+
+
+@pytest.fixture
+def two_runs(node, manifest, django_capture_on_commit_callbacks):
+    other = factories.make_node(rack=node.rack, bmc_password="another-pass", mac_addresses=[])
+    with django_capture_on_commit_callbacks(execute=False):
+        return start_run(node), start_run(other)
+
+
+@pytest.mark.django_db
+def test_the_run_of_a_step_is_the_orm_s_run_with_node_rack_and_manifest(
+    two_runs, django_assert_num_queries
+):
+    for run in two_runs:
+        Run.objects.filter(pk=run.pk).update(step=3)
+        expected = Run.objects.select_related("node", "node__rack", "manifest").get(pk=run.pk)
+        with django_assert_num_queries(1):
+            got = RUN_FOR_STEP.first(run.pk, 3)
+            # Everything a step touches came with the one read.
+            assert got.node.rack.site_id == expected.node.rack.site_id
+            assert got.manifest.spec == expected.manifest.spec
+        assert field_values(got) == field_values(expected)
+        assert field_values(got.node) == field_values(expected.node)
+        assert field_values(got.node.rack) == field_values(expected.node.rack)
+        assert field_values(got.manifest) == field_values(expected.manifest)
+        # Decrypted and decoded as the ORM does: the password, the JSON of MACs and the spec.
+        assert got.node.bmc_password == Node.objects.get(pk=run.node_id).bmc_password
+        assert isinstance(got.manifest.spec, dict) and isinstance(got.node.mac_addresses, list)
+        assert not got._state.adding and got._state.db == "default"
+    assert RUN_FOR_STEP.first(two_runs[0].pk, 4) is None  # another step: a stale task
+
+
+@pytest.mark.django_db
+def test_the_next_record_is_the_first_unfinished_phase_with_its_command(
+    two_runs, django_assert_num_queries
+):
+    run = two_runs[0]
+    first, second = run.phases.order_by("order")[:2]
+    PhaseRecord.objects.filter(pk=first.pk).update(status=PhaseStatus.DONE)
+    command = AgentCommand.objects.create(node=run.node, run=run, phase=second.phase, kind="x")
+    PhaseRecord.objects.filter(pk=second.pk).update(command=command)
+    with django_assert_num_queries(1):
+        record = NEXT_RECORD.first(run.pk)
+        assert record.command.kind == "x"
+    assert record.pk == second.pk
+    assert NEXT_RECORD.first(two_runs[1].pk).run_id == two_runs[1].pk
+    run.phases.update(status=PhaseStatus.SKIPPED)
+    assert NEXT_RECORD.first(run.pk) is None
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_each_thread_compiles_against_its_own_connection(node, manifest):
+    run = start_run(node)
+    found = []
+
+    def read() -> None:
+        try:
+            found.append(RUN_FOR_STEP.first(run.pk, run.step).node_id)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join()
+    assert found == [node.pk] and RUN_FOR_STEP.first(run.pk, run.step).node_id == node.pk
+
+
+@pytest.mark.django_db
+def test_arguments_must_be_integers_that_reach_the_query(node):
+    with pytest.raises(TypeError, match="integer"):
+        RUN_FOR_STEP.first("1", 2)
+    ignores_its_argument = PreparedRead(lambda run_id: Run.objects.all()[:1])
+    with pytest.raises(ValueError, match="did not reach"):
+        ignores_its_argument.first(1)
+    annotated = PreparedRead(lambda run_id: Run.objects.filter(pk=run_id).values("pk"))
+    with pytest.raises(ValueError, match="plain model instances"):
+        annotated.first(1)
+
+
+@pytest.mark.django_db
+def test_the_live_session_is_the_newest_unrevoked_one_of_the_environment(node):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from provisioning.agent_link import live_session
+    from provisioning.models import AgentSession
+
+    def session(boot: str, environment: str, minutes_ago: int, revoked=False, of=node):
+        at = timezone.now() - timedelta(minutes=minutes_ago)
+        return AgentSession.objects.create(
+            node=of, boot_id=boot, environment=environment, token_hash=boot, created_at=at,
+            revoked_at=at if revoked else None,
+        )  # fmt: skip
+
+    assert live_session(node) is None
+    pxe = session("b1", "ephemeral", 30)
+    host = session("b2", "host_os", 20)
+    session("b3", "host_os", 10, revoked=True)
+    session("b4", "ephemeral", 5, of=factories.make_node())  # another node's never counts
+    assert live_session(node).pk == host.pk
+    assert live_session(node, "ephemeral").pk == pxe.pk
+    assert live_session(node, "host_os").pk == host.pk
+    assert live_session(node, "no-such-environment") is None
