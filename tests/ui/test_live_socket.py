@@ -108,3 +108,38 @@ def test_a_burst_of_events_arrives_at_once_then_as_one_batch(bob, settings):
     assert sorted(batch["nodes"]) == ["0", "1", "2"]
     assert batch["nodes"]["0"]["state"] == "validating"  # 129 % 3 == 0, the newest for node 0
     assert nothing_more
+
+
+def test_live_batches_skip_the_database_connection_hop(bob, monkeypatch):
+    import channels.consumer
+
+    hops = []
+    real = channels.consumer.aclose_old_connections
+
+    async def counted():
+        hops.append(1)
+        await real()
+
+    # A spy on Channels' own hop, which still runs: what is counted is when it is taken.
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+
+    @async_to_sync
+    async def run():
+        communicator, connected, _ = await _connect("/ws/rack/78/", user=bob)
+        assert connected
+        before = len(hops)
+        layer = get_channel_layer()
+        for seq in range(10):
+            await layer.group_send(
+                rack_group(78), {"type": "live.events", "events": [_event(seq, 1, "validating")]}
+            )
+        got = await communicator.receive_json_from(timeout=5)
+        await communicator.receive_nothing(timeout=0.3)  # the rest of the burst's batch, if any
+        during = len(hops)
+        await communicator.disconnect()
+        return before, during, got
+
+    before, during, got = run()
+    assert got["type"] == "batch"
+    assert during == before  # ten live messages, no hop
+    assert before >= 1  # connect took it: its permission check reads the database
