@@ -3,13 +3,23 @@
 import os
 
 from celery import Celery
-from celery.signals import task_prerun
+from celery.signals import task_prerun, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "greenlight.settings")
 
 app = Celery("greenlight")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def shorten_interpreter_turns(**_: object) -> None:
+    """Hand the interpreter lock over more often in a worker (settings say why)."""
+    import sys
+
+    from django.conf import settings
+
+    sys.setswitchinterval(settings.GREENLIGHT_WORKER_SWITCH_INTERVAL_MS / 1000)
 
 
 @task_prerun.connect

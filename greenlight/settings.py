@@ -239,6 +239,10 @@ GREENLIGHT_SCHEDULER = env_str("GREENLIGHT_SCHEDULER", "lab")
 # per window. The page fetches what changed one request at a time however many batches come, so
 # a short window costs the browser nothing and the operator sees a change sooner.
 GREENLIGHT_LIVE_COALESCE_MS = env_int("GREENLIGHT_LIVE_COALESCE_MS", 100)
+# How often a Celery worker's threads hand over the interpreter lock, in milliseconds (Python's
+# default is 5). A worker's live-update publisher is one thread among a dozen busy ones: each
+# time it wakes it waits its turn, and a shorter turn is a shorter wait.
+GREENLIGHT_WORKER_SWITCH_INTERVAL_MS = env_float("GREENLIGHT_WORKER_SWITCH_INTERVAL_MS", 1.0)
 
 # --- API, metrics, webhooks and DCIM sync (see README.md) ---------------------------------------
 
