@@ -80,11 +80,10 @@ class PreparedRead(Generic[M]):
         return found[0] if found else None
 
     def _compiled(self, arity: int) -> _Compiled:
-        cache = self._local.__dict__.setdefault("compiled", {})
-        compiled = cache.get(arity)
+        compiled = getattr(self._local, "compiled", None)
         # What was compiled belongs to this thread's connection object: a new one, a new compile.
         if compiled is None or connections[compiled.db] is not compiled.compiler.connection:
-            compiled = cache[arity] = self._compile(arity)
+            compiled = self._local.compiled = self._compile(arity)
         return compiled
 
     def _compile(self, arity: int) -> _Compiled:
