@@ -43,6 +43,17 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def with_children(roots: list[psutil.Process]) -> list[psutil.Process]:
+    """The processes and all their children: a gunicorn master's worker does the serving."""
+    found = list(roots)
+    for root in roots:
+        try:
+            found.extend(root.children(recursive=True))
+        except psutil.Error:
+            pass
+    return found
+
+
 class ResourceSampler:
     """Samples the CPU time and memory of Greenlight's processes while the run goes."""
 
@@ -82,7 +93,8 @@ class ResourceSampler:
 
     def sample(self) -> None:
         for role, roots in self.procs.items():
-            for proc in self._with_children(roots, skip_children=role == "lab"):
+            # The lab's children are Greenlight's own processes, sampled under their roles.
+            for proc in roots if role == "lab" else with_children(roots):
                 try:
                     times = proc.cpu_times()
                     self.cpu[proc.pid] = times.user + times.system
@@ -92,18 +104,6 @@ class ResourceSampler:
                         self.peak_worker_rss = max(self.peak_worker_rss, rss)
                 except psutil.Error:
                     pass
-
-    def _with_children(self, roots: list, skip_children: bool) -> list:
-        """The processes and their children (a gunicorn master's worker does the serving)."""
-        found = list(roots)
-        if not skip_children:
-            for root in roots:
-                try:
-                    found.extend(root.children(recursive=True))
-                except psutil.Error:
-                    pass
-        # psutil.Process objects for the same pid compare equal: a child seen again is the same.
-        return list(dict.fromkeys(found))
 
     def stop(self) -> None:
         self.sample()

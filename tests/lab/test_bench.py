@@ -66,3 +66,36 @@ def test_state_series_counts_each_node_once():
     assert final[NodeState.PROVISIONING] == 1
     assert final[NodeState.AWAITING_APPROVAL] == 1
     assert all(count >= 0 for points in series.values() for _, count in points)
+
+
+def test_the_sampler_counts_the_cpu_a_server_spends_in_its_children(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from types import SimpleNamespace
+
+    from lab.bench import ResourceSampler
+
+    # A master that only waits, and a child that works, as gunicorn's master and its worker.
+    started = tmp_path / "child-done"
+    child = f"import time; t=time.process_time(); exec('while time.process_time()-t<0.5: pass'); open({str(started)!r},'w').close(); time.sleep(60)"
+    master = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess,sys; subprocess.run([sys.executable,'-c',{child!r}])"],
+        start_new_session=True,
+    )  # fmt: skip
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        sampler = ResourceSampler(SimpleNamespace(pid=idle.pid), master, [idle])
+        sampler.start()
+        while not started.exists():
+            assert master.poll() is None
+            time.sleep(0.05)
+        sampler.stop()
+        assert sampler.cpu_s("agent_api") >= 0.4
+    finally:
+        os.killpg(master.pid, signal.SIGKILL)  # the child too
+        idle.kill()
+        for proc in (master, idle):
+            proc.wait()
