@@ -36,7 +36,38 @@ class DecisionRefused(Exception):
 
 
 class DecisionConflict(DecisionRefused):
-    """Someone else moved the node first (another decision, or the pipeline)."""
+    """Someone else moved the node first (another decision, or the pipeline).
+
+    `state` is where the node is now; `winner` the person's decision that put it there, if one did.
+    """
+
+    def __init__(self, message: str, *, state: str, winner: Decision | None) -> None:
+        super().__init__(message)
+        self.state = state
+        self.winner = winner
+
+
+# The state each decision leaves the node in: a decision is the winner only if the node is there.
+DECIDED_STATE = {
+    DecisionKind.APPROVE: NodeState.IN_SERVICE,
+    DecisionKind.QUARANTINE: NodeState.QUARANTINED,
+}
+DECIDED_VERB = {DecisionKind.APPROVE: "approved", DecisionKind.QUARANTINE: "quarantined"}
+
+
+def lost_race(node: Node, message: str) -> DecisionConflict:
+    """The refusal for a decision that came second: where the node is, and who moved it there."""
+    state = Node.objects.filter(pk=node.pk).values_list("state", flat=True).first() or node.state
+    winner = (
+        Decision.objects.filter(node=node).select_related("actor").order_by("-created_at", "-pk")
+    ).first()
+    if winner is not None and DECIDED_STATE[DecisionKind(winner.kind)] != state:
+        winner = None  # the node moved on since (the pipeline, or a later decision of another kind)
+    if winner is not None:
+        message += (
+            f"; {winner.actor.get_username()} {DECIDED_VERB[DecisionKind(winner.kind)]} it first"
+        )
+    return DecisionConflict(message, state=state, winner=winner)
 
 
 def latest_run(node: Node) -> Run | None:
@@ -111,7 +142,7 @@ def _decide(
                 data={"decision_id": decision.pk, "kind": kind, "override": override},
             )
     except TransitionConflict as exc:
-        raise DecisionConflict(str(exc)) from None
+        raise lost_race(node, str(exc)) from None
     except TransitionNotAllowed as exc:
         raise DecisionRefused(str(exc)) from None
     return decision
@@ -128,8 +159,8 @@ def approve(
     _require(actor, APPROVE_PERM, "approve nodes")
     reason = reason.strip()
     if node.state != NodeState.AWAITING_APPROVAL:
-        raise DecisionConflict(
-            f"node {node.serial} is {NodeState(node.state).label}, not awaiting approval"
+        raise lost_race(
+            node, f"node {node.serial} is {NodeState(node.state).label}, not awaiting approval"
         )
     run = latest_run(node)
     problems = gate_problems(run)
@@ -164,6 +195,9 @@ def quarantine(node: Node, actor: AbstractBaseUser, reason: str) -> Decision:
     reason = (reason or "").strip()
     if not reason:
         raise DecisionRefused("a quarantine needs a reason")
+    if node.state == NodeState.QUARANTINED:
+        # Two people quarantining at once: the second is a lost race, like any other (409).
+        raise lost_race(node, f"node {node.serial} is already quarantined")
     # The caller's view of the state is the compare-and-set's expected value: a quarantine clicked
     # on an awaiting node that was approved a moment ago loses, instead of pulling it from service.
     return _decide(

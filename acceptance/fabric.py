@@ -3,6 +3,10 @@
 A node with a slow NIC drags down every pair it is in; its partners are fast with everyone else.
 So a node is blamed when every pair it is in is slow, and cleared by any fast pair. The plan puts
 each node in at least two pairs with different partners, so a single bad node stands out.
+
+A pair is measured by nccl-tests (bus bandwidth against the NICs' line rate) or, on nodes without
+NCCL, by perftest's ib_write_bw on one rail (average bandwidth against one NIC's line rate, held
+to its own floor: a raw RDMA write gets closer to line rate than a collective does).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .choices import GateName, Verdict
-from .parsers import nccl
+from .parsers import nccl, perftest
 from .parsers.base import Finding, Severity
 from .verdicts import DEFAULT_THRESHOLDS, GateVerdict, SkuFacts, conclude
 
@@ -24,6 +28,8 @@ class PairResult:
     output: str
     # "NIC 0" when only that NIC of each node carried traffic (NCCL_IB_HCA=mlx5_0); None for all.
     rail: str | None = None
+    # The tool that measured the pair: "nccl" (all_reduce_perf) or "perftest" (ib_write_bw).
+    tool: str = "nccl"
 
 
 def plan_fabric_pairs(node_ids: list[str]) -> list[tuple[str, str]]:
@@ -50,11 +56,45 @@ def plan_fabric_pairs(node_ids: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+# A lone pair cannot say which of its two nodes is slow: a node gets two partners when it can.
+PARTNERS_WANTED = 2
+
+
+@dataclass(frozen=True)
+class FabricPartners:
+    """Whom a node runs NCCL with: peers brought up with it, and idle in-service nodes borrowed
+    for the length of the gate when the peers are too few."""
+
+    peers: tuple[str, ...]
+    borrowed: tuple[str, ...]
+
+    @property
+    def all(self) -> list[str]:
+        return [*self.peers, *self.borrowed]
+
+
+def choose_partners(node_id: str, peers: list[str], spare: list[str]) -> FabricPartners:
+    """The node's partners: its pairs in the plan over itself and `peers` (healthy nodes of the
+    rack going through the pipeline with it), topped up to two from `spare` (healthy in-service
+    nodes no tenant holds). A node alone in its pipeline, as on a tenant release, borrows both.
+    """
+    planned = sorted(
+        {
+            b if a == node_id else a
+            for a, b in plan_fabric_pairs([node_id, *peers])
+            if node_id in (a, b)
+        }
+    )
+    room = max(0, PARTNERS_WANTED - len(planned))
+    borrowed = [s for s in sorted(dict.fromkeys(spare)) if s != node_id and s not in planned]
+    return FabricPartners(tuple(planned), tuple(borrowed[:room]))
+
+
 def localise_fabric(
     pair_results: list[PairResult], sku: SkuFacts, thresholds: dict | None = None
 ) -> dict[str, list[Finding]]:
     """Findings per node id: only nodes whose every pair (per rail) was slow are named."""
-    floor = (thresholds or DEFAULT_THRESHOLDS[GateName.FABRIC])["min_busbw_fraction"]
+    used = {**DEFAULT_THRESHOLDS[GateName.FABRIC], **(thresholds or {})}
     outcomes = _outcomes(pair_results, sku)
     findings: dict[str, list[Finding]] = {}
     for result in pair_results:
@@ -62,6 +102,8 @@ def localise_fabric(
         findings.setdefault(result.node_b, [])
     for (node, rail), pairs in _by_node_and_rail(outcomes).items():
         fractions = [o["fraction"] for o in pairs if o["fraction"] is not None]
+        perftest_only = all(o["tool"] == "perftest" for o in pairs)
+        floor = used["min_rail_fraction" if perftest_only else "min_busbw_fraction"]
         if not fractions or max(fractions) >= floor:
             continue
         part = rail or "fabric"
@@ -69,11 +111,13 @@ def localise_fabric(
             f"{o['partner']} {o['fraction']:.0%}" for o in pairs if o["fraction"] is not None
         )
         lone = "; the only pair, so its partner is suspect too" if len(fractions) == 1 else ""
+        measure = "ib_write_bw" if perftest_only else "busbw"
         message = (
-            f"{part}: busbw {max(fractions):.0%} of line rate or less in every pair "
+            f"{part}: {measure} {max(fractions):.0%} of line rate or less in every pair "
             f"({partners}){lone}"
         )
-        findings[node].append(Finding(part, "nic", message, Severity.CRITICAL, "nccl_slow"))
+        code = "rail_slow" if perftest_only else "nccl_slow"
+        findings[node].append(Finding(part, "nic", message, Severity.CRITICAL, code))
     return findings
 
 
@@ -94,7 +138,9 @@ def judge_fabric(
                 for o in mine
             ]
         }
-        verdict.tool_versions = {"nccl": next((o["version"] for o in mine if o["version"]), "")}
+        verdict.tool_versions = {
+            o["tool"]: o["version"] or "" for o in sorted(mine, key=lambda o: bool(o["version"]))
+        }
         if all(o["error"] for o in mine):
             verdict.error = "; ".join(sorted({o["error"] for o in mine}))
         verdicts[node] = conclude(verdict)
@@ -104,14 +150,22 @@ def judge_fabric(
 def _outcomes(pair_results: list[PairResult], sku: SkuFacts) -> list[dict]:
     outcomes = []
     for result in pair_results:
-        parsed = nccl.parse(result.output)
-        reference = sku.fabric_gbytes(1 if result.rail else None)
-        plateau = parsed.metrics.get("plateau_busbw_gbps") if parsed.ok else None
+        if result.tool == "perftest":
+            parsed = perftest.parse(result.output)
+            # perftest reports Gb/s on one NIC; the plateau is kept in GB/s like NCCL's busbw.
+            gbits = parsed.metrics.get("avg_gbps_at_max_size") if parsed.ok else None
+            plateau = gbits / 8 if gbits is not None else None
+            reference = sku.fabric_gbytes(1)
+        else:
+            parsed = nccl.parse(result.output)
+            reference = sku.fabric_gbytes(1 if result.rail else None)
+            plateau = parsed.metrics.get("plateau_busbw_gbps") if parsed.ok else None
         outcomes.append(
             {
                 "a": result.node_a,
                 "b": result.node_b,
                 "rail": result.rail,
+                "tool": result.tool,
                 "plateau_gbps": plateau,
                 "fraction": round(plateau / reference, 4) if plateau is not None else None,
                 "error": parsed.error,

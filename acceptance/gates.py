@@ -43,7 +43,12 @@ GATES: tuple[GateSpec, ...] = (
         GateName.FABRIC,
         ("nccl",),
         True,
-        {"min_busbw_fraction": "plateau all_reduce bus bandwidth over the SKU's line rate"},
+        {
+            "min_busbw_fraction": "plateau all_reduce bus bandwidth over the SKU's line rate",
+            "min_rail_fraction": "ib_write_bw average at the largest message over one NIC's rate",
+            "lone_node_skips": "a node with no healthy partner in its rack: 1 = skip the gate, "
+            "0 = stop the run for a person",
+        },
     ),
     GateSpec(
         GateName.STORAGE,
@@ -56,9 +61,13 @@ GATES: tuple[GateSpec, ...] = (
     ),
     GateSpec(
         GateName.REFERENCE_JOB,
-        ("gpu-burn",),
+        ("reference-job",),
         False,
-        {"duration_s": "length of the reference job, seconds"},
+        {
+            "min_mfu": "lowest model FLOPs utilisation allowed on any GPU (0-1)",
+            "peak_tflops": "the SKU's dense bf16 peak per GPU, TFLOP/s (the MFU's denominator)",
+            "steps": "training steps the reference job times on each GPU",
+        },
     ),
     GateSpec(
         GateName.BURN_IN,

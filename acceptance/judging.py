@@ -14,7 +14,7 @@ from .choices import GateName, Verdict
 from .fabric import PairResult, judge_fabric, localise_fabric, plan_fabric_pairs
 from .gates import GATES_BY_NAME
 from .nvlink import judge_nvlink_matrices
-from .parsers import PARSERS, ParseResult, xid
+from .parsers import PARSERS, ParseResult, aer, sxid, xid
 from .parsers.base import Finding, Severity
 from .soak import judge_soak
 from .verdicts import DEFAULT_THRESHOLDS, GateVerdict, SkuFacts, conclude
@@ -91,7 +91,20 @@ def _parse_all(tools: tuple[str, ...], outputs: dict[str, str], verdict: GateVer
         if result.driver_version:
             verdict.tool_versions["driver"] = result.driver_version
         verdict.findings.extend(f for f in result.findings if f.code not in THRESHOLD_CODES)
+        if tool == "xid":
+            _read_kernel_log_for_switches_and_links(text, verdict)
     return parsed
+
+
+def _read_kernel_log_for_switches_and_links(text: str, verdict: GateVerdict) -> None:
+    """The kernel log that carries Xids also names failing NVSwitches (SXid) and PCIe links (AER)."""
+    for parser, key in ((sxid, "nvswitch_events"), (aer, "pcie_aer")):
+        result = parser.parse(text)
+        if result.error is None:
+            verdict.metrics["xid"][key] = result.metrics["events" if parser is sxid else "devices"]
+            verdict.findings.extend(result.findings)
+        elif "truncated" in result.error:
+            verdict.error = f"{result.tool}: {result.error}"
 
 
 def _bus_map(smi: ParseResult | None) -> dict[str, dict]:
@@ -194,7 +207,7 @@ def _judge_storage(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict
         )
 
 
-def _judge_reference_job(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+def _judge_gpu_burn(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
     burn = parsed["gpu-burn"].metrics
     if burn["duration_s"] is not None and burn["duration_s"] < used.get("duration_s", 0):
         verdict.error = (
@@ -204,8 +217,32 @@ def _judge_reference_job(parsed: dict, used: dict, sku: SkuFacts, verdict: GateV
     _check_gpu_count(burn["gpus_tested"], sku, verdict, "gpu-burn")
 
 
+def _judge_reference_job(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+    """Every device trained at no less than the profile's MFU, against the profile's peak."""
+    job = parsed["reference-job"].metrics
+    peak = used.get("peak_tflops")
+    given = {d["peak_tflops"] for d in job["devices"].values() if d["peak_tflops"] is not None}
+    if peak is not None and given != {float(peak)}:
+        verdict.error = (
+            f"the reference job was given a peak of {sorted(given)} TFLOP/s; "
+            f"the profile says {peak:g}"
+        )
+        return
+    floor = used.get("min_mfu", 0)
+    for name, device in sorted(job["devices"].items()):
+        if device["mfu"] is None or device["mfu"] >= floor:
+            continue
+        part = f"GPU {name.split(':', 1)[1]}" if name.startswith("cuda:") else "node"
+        message = (
+            f"MFU {device['mfu']:.1%} below the profile's {floor:.0%} "
+            f"({device['achieved_tflops']:.3g} of {device['peak_tflops']:g} TFLOP/s)"
+        )
+        _fail(verdict, part, "gpu" if part != "node" else "node", message, "mfu_low")
+    _check_gpu_count(len(job["gpus"]), sku, verdict, "the reference job")
+
+
 def _judge_burn_in(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
-    _judge_reference_job(parsed, {}, sku, verdict)
+    _judge_gpu_burn(parsed, {}, sku, verdict)
     _judge_memory_health(parsed["nvidia-smi"], {}, verdict)
     limit = used.get("max_gpu_temp_c")
     for gpu in parsed["nvidia-smi"].metrics["gpus"]:

@@ -13,17 +13,19 @@ from typing import Any
 from django.utils import timezone
 
 from agent import protocol
+from fleet.choices import EventKind, NodeState
+from fleet.events import record as record_event
 from fleet.models import Component, Node
 from provisioning.choices import CommandStatus
 from provisioning.models import AgentCommand
-from provisioning.outcomes import Done, Failure, Outcome
+from provisioning.outcomes import Done, Failure, Outcome, Skipped, Wait
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
 
 from .attestation import judge_attestation
 from .choices import GateName, Verdict
-from .fabric import PairResult, judge_fabric, plan_fabric_pairs
-from .judging import judge_gate
+from .fabric import FabricPartners, PairResult, choose_partners, judge_fabric
+from .judging import judge_gate, thresholds_for
 from .models import AcceptanceProfile, GateResult
 from .soak_runner import SoakGate
 from .verdicts import GateVerdict, SkuFacts
@@ -54,22 +56,57 @@ def part_serials(node: Node) -> dict[str, str]:
     return out
 
 
-def fabric_partners(node: Node) -> list[str]:
-    """The serials this node runs NCCL with: its partners in the rack's pairing plan."""
+# States of a healthy node going through the pipeline beside this one: it runs NCCL with them.
+# A failed, quarantined or broken node is no partner: a slow pair would blame a good node.
+PIPELINE_STATES = (NodeState.PROVISIONING, NodeState.VALIDATING, NodeState.AWAITING_APPROVAL)
+
+
+def partner_choice(node: Node) -> FabricPartners:
+    """Whom this node runs NCCL with, from healthy nodes of its rack and SKU.
+
+    Nodes in the pipeline pair by the rack's plan; when they give fewer than two partners (a
+    lone node re-validated after a tenant release), in-service nodes no tenant holds are
+    borrowed. A tenant's node is never borrowed: its jobs and data are the tenant's.
+    """
     if node.rack_id is None:
-        return []
-    serials = sorted(
-        Node.objects.filter(rack_id=node.rack_id, sku_id=node.sku_id).values_list(
-            "serial", flat=True
+        return FabricPartners((), ())
+    rack = Node.objects.filter(rack_id=node.rack_id, sku_id=node.sku_id).exclude(pk=node.pk)
+    peers = rack.filter(state__in=PIPELINE_STATES).values_list("serial", flat=True)
+    spare = rack.filter(state=NodeState.IN_SERVICE, tenant="").values_list("serial", flat=True)
+    return choose_partners(node.serial, list(peers), list(spare))
+
+
+def fabric_partners(node: Node) -> list[str]:
+    """The serials this node runs NCCL with (see partner_choice)."""
+    return partner_choice(node).all
+
+
+def lend(ctx: PhaseContext, partners: FabricPartners) -> None:
+    """Say on each borrowed in-service node that it is lent to this node's fabric gate."""
+    gate_s = 60 * ctx.node.sku.nic_count
+    for borrowed in Node.objects.filter(serial__in=partners.borrowed):
+        record_event(
+            borrowed,
+            EventKind.FABRIC_PARTNER,
+            actor_label="engine",
+            message=f"lent to {ctx.node.serial} as NCCL partner for its fabric gate "
+            f"(about {gate_s} s, one run per rail)",
+            data={"run": ctx.run.pk, "node": ctx.node.serial},
         )
+
+
+def alone(ctx: PhaseContext, thresholds: dict[str, float]) -> Outcome:
+    """A node with no healthy partner in its rack: the profile's rule decides."""
+    rack = ctx.node.rack.name if ctx.node.rack_id else "no rack"
+    why = (
+        f"no healthy partner node in {rack}: no other {ctx.node.sku.name} node there is being "
+        "brought up, or in service and held by no tenant"
     )
-    return sorted(
-        {
-            b if a == node.serial else a
-            for a, b in plan_fabric_pairs(serials)
-            if node.serial in (a, b)
-        }
-    )
+    if thresholds.get("lone_node_skips"):
+        return Skipped({"reason": f"{why}; the profile lets a lone node skip the fabric gate"})
+    verdict = GateVerdict(Verdict.ERROR, error=why)
+    store(ctx, GateName.FABRIC, {}, verdict)
+    return outcome_of(GateName.FABRIC, verdict)
 
 
 def tools_for(gate: str, ctx: PhaseContext, thresholds: dict[str, float]) -> list[dict[str, Any]]:
@@ -93,18 +130,31 @@ def tools_for(gate: str, ctx: PhaseContext, thresholds: dict[str, float]) -> lis
         # One run per rail (NCCL_IB_HCA=mlx5_k, the GPU on that rail) with each partner: a slow
         # NIC is then named, not just "the fabric". A partner's rails run together (each has
         # its own GPU and NIC); partners follow one another, so no two runs share a NIC.
+        # mpirun reaches both nodes by host name (the serial where none is recorded). A node
+        # without GPUs has no NCCL to run: its rails are measured by perftest's ib_write_bw.
+        partners = fabric_partners(ctx.node)
+        names = dict(Node.objects.filter(serial__in=partners).values_list("serial", "hostname"))
+        own = ctx.node.hostname or ctx.node.serial
+        tool = "nccl" if ctx.node.sku.gpu_count else "perftest"
         return [
-            {"tool": "nccl", "key": f"nccl:{peer}:{rail}", "peer": peer, "rail": rail,
-             "together": f"nccl:{peer}", "duration_s": 60}
-            for peer in fabric_partners(ctx.node)
+            {"tool": tool, "key": f"{tool}:{peer}:{rail}", "peer": peer, "rail": rail,
+             "hosts": [own, names.get(peer) or peer],
+             "together": f"{tool}:{peer}", "duration_s": 60}
+            for peer in partners
             for rail in range(ctx.node.sku.nic_count)
         ]  # fmt: skip
     if gate == GateName.STORAGE:
         return [{"tool": "fio", "duration_s": 120}]
     if gate == GateName.REFERENCE_JOB:
-        duration = int(thresholds.get("duration_s", 600))
+        used = thresholds_for(gate, thresholds)
         return [
-            {"tool": "gpu-burn", "duration_s": duration},
+            {
+                "tool": "reference-job",
+                "peak_tflops": used["peak_tflops"],
+                "steps": int(used["steps"]),
+                "size": "standard",
+                "duration_s": 300,
+            },
             {"tool": "xid", "phase": "gate", "duration_s": 1},
         ]
     raise ValueError(f"gate {gate} has no tools")
@@ -118,8 +168,8 @@ def judge(gate: str, ctx: PhaseContext, outputs: dict[str, str], thresholds: dic
     if gate == GateName.FABRIC:
         pairs = []
         for key, text in outputs.items():
-            _, peer, rail = key.split(":")
-            pairs.append(PairResult(ctx.node.serial, peer, text, rail=f"NIC {rail}"))
+            tool, peer, rail = key.split(":")
+            pairs.append(PairResult(ctx.node.serial, peer, text, rail=f"NIC {rail}", tool=tool))
         # Only this node's verdict: it is in every pair here, so it is blamed only if all of
         # them were slow; each partner is judged by its own gate, with its own partners.
         mine = judge_fabric(pairs, sku, thresholds).get(ctx.node.serial)
@@ -199,12 +249,14 @@ class GatePhase(Phase):
         return outcome
 
     def send_tools(self, ctx: PhaseContext, thresholds: dict[str, float]) -> Outcome:
+        partners = partner_choice(ctx.node) if self.gate == GateName.FABRIC else None
+        if partners is not None and not partners.all:
+            return alone(ctx, thresholds)
         tools = tools_for(self.gate, ctx, thresholds)
-        if not tools:
-            verdict = GateVerdict(Verdict.ERROR, error="no partner node in the rack")
-            store(ctx, self.gate, {}, verdict)
-            return outcome_of(self.gate, verdict)
-        return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, "running")
+        outcome = send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, "running")
+        if partners is not None and isinstance(outcome, Wait):
+            lend(ctx, partners)  # said once the runs are on their way, not per retry
+        return outcome
 
     def reset_gpus(self, ctx: PhaseContext, reset: list[str], now: list[str]) -> Outcome:
         """XID 63/94 once: reset those GPUs (applies the row remap) and run the gate again.

@@ -12,10 +12,12 @@ import math
 from typing import Any
 
 from agent import protocol
+from fleet.models import Component
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Done, Failure, Outcome, Wait
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
+from provisioning.progress import soak as soak_progress
 
 from .choices import GateName, Verdict
 from .models import GateResult, SoakSample
@@ -25,17 +27,24 @@ from .verdicts import DEFAULT_THRESHOLDS
 CHUNKS = 6
 
 
-def _bus_ids(node) -> dict[str, dict]:
-    # The lab and HGX baseboards enumerate GPUs on these buses; findings then carry serials.
-    from fleet.models import Component
+def bus_ids(node, samples: list[dict[str, Any]]) -> dict[str, dict]:
+    """PCI bus id -> {index, serial} of the node's GPUs, as the node itself reported them.
 
-    gpus = Component.objects.filter(node=node, kind="gpu").order_by("slot")
-    buses = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
-    out = {}
-    for gpu in gpus:
-        index = int(gpu.slot.split()[-1])
-        if index < len(buses):
-            out[f"0000:{buses[index]}:00.0"] = {"index": index, "serial": gpu.serial}
+    Each soak sample carries every GPU's bus id (read by nvidia-smi on the node); the serial is
+    the inventoried GPU of that index. The XID lines then name "GPU 3" and its serial.
+    """
+    serials = {
+        slot.split()[-1]: serial
+        for slot, serial in Component.objects.filter(node=node, kind="gpu").values_list(
+            "slot", "serial"
+        )
+    }
+    out: dict[str, dict] = {}
+    for sample in samples:
+        for gpu in sample.get("gpus", []):
+            if gpu.get("bus_id"):
+                index = int(gpu["gpu"])
+                out[gpu["bus_id"]] = {"index": index, "serial": serials.get(str(index), "")}
     return out
 
 
@@ -65,7 +74,7 @@ class SoakGate(Phase):
         done_s = int(ctx.record.compared.get("soaked_s", 0))
         if ctx.record.stage == "":
             self.result(ctx, used)  # the soak shows as running from its first chunk
-            return self.next_chunk(ctx, done_s, min(chunk_s, total_s - done_s), interval)
+            return self.next_chunk(ctx, done_s, min(chunk_s, total_s - done_s), interval, total_s)
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
@@ -79,7 +88,7 @@ class SoakGate(Phase):
             {"index": i, "t": s.lab_t_s, "gpus": s.gpus}
             for i, s in enumerate(result.samples.order_by("lab_t_s"))
         ]
-        verdict = judge_soak(samples, raw["xid"], used, bus_ids=_bus_ids(ctx.node))
+        verdict = judge_soak(samples, raw["xid"], used, bus_ids=bus_ids(ctx.node, samples))
         finished = verdict.verdict == Verdict.FAIL or end_s >= total_s
         GateResult.objects.filter(pk=result.pk).update(
             verdict=verdict.verdict if finished else Verdict.RUNNING,
@@ -99,10 +108,10 @@ class SoakGate(Phase):
             )
         if end_s >= total_s:
             if verdict.verdict == Verdict.PASS:
-                return Done(compared={"verdict": "pass", "soaked_s": end_s})
+                return Done(compared={"verdict": "pass", "soaked_s": end_s, "wanted_s": total_s})
             return Failure(f"burn_in: cannot judge: {verdict.error}", component="node")
-        ctx.set_stage("", compared={"soaked_s": end_s})
-        return Wait(1, f"soaked {end_s / 3600:.1f} of {total_s / 3600:g} h")
+        ctx.set_stage("", compared={"soaked_s": end_s, "wanted_s": total_s})
+        return Wait(1, f"soaked {soak_progress(end_s, total_s).words}")
 
     @staticmethod
     def result(ctx: PhaseContext, used: dict[str, float]) -> GateResult:
@@ -114,8 +123,14 @@ class SoakGate(Phase):
         )
         return result
 
-    def next_chunk(self, ctx: PhaseContext, start_s: int, length_s: int, interval: int) -> Outcome:
-        ctx.record.compared = {"soaked_s": start_s, "chunk_end_s": start_s + length_s}
+    def next_chunk(
+        self, ctx: PhaseContext, start_s: int, length_s: int, interval: int, total_s: int
+    ) -> Outcome:
+        ctx.record.compared = {
+            "soaked_s": start_s,
+            "chunk_end_s": start_s + length_s,
+            "wanted_s": total_s,
+        }
         ctx.record.save(update_fields=["compared"])
         tools = [
             {

@@ -24,6 +24,10 @@ GATE_OF_TOOL = {
     "nccl": GateName.FABRIC,
     "fio": GateName.STORAGE,
     "gpu-burn": GateName.REFERENCE_JOB,
+    "reference-job": GateName.REFERENCE_JOB,
+    "sxid": GateName.GPU_HEALTH,
+    "aer": GateName.GPU_HEALTH,
+    "perftest": GateName.FABRIC,
 }
 MAX_UPLOAD = 20 * 1024 * 1024
 

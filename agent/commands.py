@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from . import protocol
+from . import erase, protocol
 from .downloads import fetch_verified
 from .hardware import Hardware, HardwareError, Log
 
@@ -68,60 +68,91 @@ async def flash_firmware(hw: Hardware, http: httpx.AsyncClient, params: dict, lo
     return {"flashed": flashed, "needs_reset": needs_reset, "needs_power_cycle": needs_cycle}
 
 
-def choose_erase_method(drive: dict) -> str | None:
-    """The strongest cryptographic erase the drive says it supports (NIST SP 800-88 purge)."""
-    if drive.get("sanitize_crypto"):
-        return "nvme_sanitize_crypto"
-    if drive.get("format_crypto"):
-        return "nvme_format_crypto"
-    if drive.get("opal") and drive.get("psid"):
-        return "opal_psid_revert"
-    return None
+# The older drive flags some hardware layers still report (the lab's), mapped to methods.
+_LEGACY_FLAGS = (
+    ("sanitize_crypto", erase.SANITIZE_CRYPTO),
+    ("format_crypto", erase.FORMAT_CRYPTO),
+)
+
+
+def erase_methods(drive: dict, psids: dict[str, str] | None = None) -> list[str]:
+    """The erase methods a drive offers, strongest first, with PSID revert where a PSID is known."""
+    if "erase_methods" in drive:
+        methods = list(drive["erase_methods"])
+    else:
+        methods = [method for flag, method in _LEGACY_FLAGS if drive.get(flag)]
+    psid = drive.get("psid") or (psids or {}).get(drive.get("serial", ""), "")
+    return erase.offered_methods(methods, bool(drive.get("opal")), psid)
+
+
+def choose_erase_method(drive: dict, psids: dict[str, str] | None = None) -> str | None:
+    """The strongest erase the drive offers (see agent.erase for the order), or None."""
+    methods = erase_methods(drive, psids)
+    return methods[0] if methods else None
 
 
 async def secure_erase(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
-    """Crypto-erase every drive, each checked by exit code and by reading blocks back."""
+    """Erase every drive by its strongest method, each checked by exit code and read-back.
+
+    params: serials (only these drives), psids ({serial: PSID} for Opal PSID revert).
+    """
     wanted = set(params.get("serials") or [])
+    psids = dict(params.get("psids") or {})
     drives = [
         d for d in (await hw.inventory()).get("drives", []) if not wanted or d["serial"] in wanted
     ]
     reports = []
     for drive in drives:
-        reports.append(await _erase_one(hw, drive, log))
+        reports.append(await _erase_one(hw, drive, psids, log))
     failed = [r for r in reports if r["result"] != "passed"]
     result = {"drives": reports}
     if failed:
-        names = ", ".join(f"{r['serial']} ({r['verification']})" for r in failed)
+        names = ", ".join(f"{r['name']} {r['serial']} ({r['verification']})" for r in failed)
         raise CommandFailed(f"erase failed on {names}", result)
     return result
 
 
-async def _erase_one(hw: Hardware, drive: dict, log: Log) -> dict:
+async def _erase_one(hw: Hardware, drive: dict, psids: dict[str, str], log: Log) -> dict:
     report = {
         "name": drive.get("name", ""),
         "serial": drive.get("serial", ""),
         "model": drive.get("model", ""),
         "started_at": _now(),
     }
+    psid = drive.get("psid") or psids.get(report["serial"], "")
+    drive = drive | {"psid": psid, "erase_methods": erase_methods(drive, psids)}
     method = choose_erase_method(drive)
     if method is None:
         return report | {
             "method": "",
             "tool": "",
             "result": "failed",
-            "verification": "the drive supports no cryptographic erase",
+            "verification": (
+                f"{report['name']} (serial {report['serial']}) offers no erase method: no "
+                "sanitize, no format, and no Opal with a known PSID"
+            ),
             "finished_at": _now(),
         }
-    before = await hw.sample_blocks(drive)
-    outcome = await hw.erase(drive, method, log)
-    after = await hw.sample_blocks(drive)
+    try:
+        marked = await hw.mark_blocks(drive)
+        before = await hw.sample_regions(drive)
+        outcome = await hw.erase(drive, method, log)
+        after = await hw.sample_regions(drive)
+    except HardwareError as exc:
+        return report | {
+            "method": method,
+            "tool": "",
+            "result": "failed",
+            "verification": str(exc),
+            "finished_at": _now(),
+        }
     if outcome["exit_code"] != 0:
         verdict, check = "failed", f"{outcome['tool']} exited {outcome['exit_code']}"
-    elif after == before:
-        # The tool said yes but the blocks read back unchanged: the data is still there.
-        verdict, check = "failed", "blocks read back unchanged after the erase"
     else:
-        verdict, check = "passed", "sampled blocks changed after the erase"
+        passed, check = erase.verify_readback(method, before, after)
+        verdict = "passed" if passed else "failed"
+        if marked:
+            check += "; regions were marked before the erase"
     log(f"{report['serial']}: {method}: {verdict} ({check})")
     return report | {
         "method": method,
@@ -134,17 +165,35 @@ async def _erase_one(hw: Hardware, drive: dict, log: Log) -> dict:
 
 
 async def install_os(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
-    """Download the image, check sha256 and signature, write it to the boot disk."""
+    """Download the image, check sha256 and signature, write it and its install record.
+
+    The record (agent.install_record) goes onto the same disk: it is how the installed OS is
+    known later, and it carries the optional host credential the installed OS's agent reads.
+    """
     image = await fetch_verified(http, params["url"], params["sha256"])
     try:
         log(f"{params['url']}: sha256 verified")
         if not await hw.verify_signature(image, params.get("signature", "")):
             raise CommandFailed(f"{params['url']}: signature does not verify")
         log("signature verified")
+        if params.get("disk"):
+            hw.set_boot_disk(str(params["disk"]))
+        size = image.stat().st_size
         await hw.write_image(image, log)
     finally:
         image.unlink(missing_ok=True)
-    return {"sha256": params["sha256"]}
+    record = {
+        "image_sha256": params["sha256"],
+        "image_bytes": size,
+        "image_url": params["url"],
+        "signature_verified": True,
+        "installed_at": _now(),
+    }
+    if params.get("host_credential"):
+        record["host_credential"] = str(params["host_credential"])
+    await hw.record_install(record)
+    log("install record written")
+    return {"sha256": params["sha256"], "installed_at": record["installed_at"]}
 
 
 async def run_tool(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:

@@ -1,19 +1,24 @@
-"""The agent protocol: paths and command kinds, shared by the agent and Greenlight's tests.
+"""The agent protocol: paths and command kinds, shared by the agent and Greenlight.
 
-Agent -> Greenlight (token in `Authorization: Bearer`, except check-in which issues it):
-  POST /agent/v1/checkin                {serial, macs, boot_id, environment, agent_url, version}
-  POST /agent/v1/heartbeat              {agent_url}
+The agent only ever connects out: Greenlight never opens a connection into a node, so it never
+calls an address a node declares, and a node behind NAT works the same. Every request but the
+check-in carries the session's token (`Authorization: Bearer`).
+
+  POST /agent/v1/checkin                {serial, macs, boot_id, environment, credential, version,
+                                         inventory} -> {token, node_id, boot_id, poll_s}
+  POST /agent/v1/poll                   {known: [command ids this boot holds]}
+                                        -> {commands: [{id, kind, params}], poll_s}
   POST /agent/v1/commands/<id>/log      {text}
-  POST /agent/v1/commands/<id>/result   {status: done|failed, exit_code, result, output}
-Greenlight -> agent (same token):
-  GET  /v1/ping                         -> {boot_id, environment, serial}
-  GET  /v1/inventory                    -> {gpus, nics, dpus, drives, os_image} (read-only)
-  POST /v1/commands                     {id, kind, params} -> 202 {id, status}
-  GET  /v1/commands/<id>                -> {id, kind, status, exit_code, result, output}
+  POST /agent/v1/commands/<id>/result   {status: done|failed, exit_code, result, output,
+                                         inventory?} -> {ok, poll_s}
+
+The boot credential is what earns a token: Greenlight put it into the boot medium it made for
+this node (the per-node ISO's kernel command line, or the per-node iPXE script), or, for the
+installed OS, os_install wrote it into the install record on the boot disk.
 """
 
 CHECKIN = "/agent/v1/checkin"
-HEARTBEAT = "/agent/v1/heartbeat"
+POLL = "/agent/v1/poll"
 
 
 def command_log_path(command_id: int) -> str:
@@ -35,16 +40,25 @@ RESET_GPUS = "reset_gpus"
 COMMAND_KINDS = (
     INVENTORY, FLASH_FIRMWARE, SECURE_ERASE, INSTALL_OS, RUN_TOOL, RUN_TOOLS, RESET_GPUS,
 )  # fmt: skip
+# Commands after which the node's parts or disks may differ: their result carries a fresh
+# inventory, which is what Greenlight observes the node by.
+CHANGES_INVENTORY = (INVENTORY, FLASH_FIRMWARE, SECURE_ERASE, INSTALL_OS)
 
 # Tools run_tool may run (the acceptance gates' tools).
 TOOLS = (
     "attestation",
     "dcgm",
     "nccl",
+    "perftest",
     "nvbandwidth",
     "fio",
     "gpu-burn",
     "nvidia-smi",
     "xid",
     "soak",
+    "reference-job",
 )
+
+# Result fields and their limits: Greenlight refuses a result that does not fit.
+MAX_OUTPUT_CHARS = 200_000
+EXIT_CODE_RANGE = (-255, 255)

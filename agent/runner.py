@@ -1,11 +1,14 @@
-"""The agent itself: check in, serve Greenlight's commands, push results back."""
+"""The agent itself: check in with the boot credential, pull commands, push results back.
+
+The agent opens every connection itself (check-in, poll, log, result); nothing listens on the
+node. Greenlight answers each poll with the commands queued for this boot and says when to ask
+again.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
-import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,10 +18,11 @@ import httpx
 from . import AGENT_VERSION, protocol
 from .commands import COMMANDS, CommandFailed
 from .hardware import Hardware, HardwareError
-from .httpserver import JsonHttpServer, Request, Response
 
 logger = logging.getLogger("greenlight.agent")
-COMMAND_PATH = re.compile(r"^/v1/commands/(\d+)$")
+
+# Statuses after which Greenlight will never accept this boot's token again.
+TOKEN_REFUSED = (401, 403)
 
 
 @dataclass
@@ -29,17 +33,21 @@ class CommandState:
     exit_code: int | None = None
     result: dict[str, Any] = field(default_factory=dict)
     output: list[str] = field(default_factory=list)
-    unsent_log: list[str] = field(default_factory=list)
+    inventory: dict[str, Any] | None = None
+    reported: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        body = {
             "id": self.id,
             "kind": self.kind,
             "status": self.status,
             "exit_code": self.exit_code,
             "result": self.result,
-            "output": "\n".join(self.output),
+            "output": "\n".join(self.output)[-protocol.MAX_OUTPUT_CHARS :],
         }
+        if self.inventory is not None:
+            body["inventory"] = self.inventory
+        return body
 
 
 class Agent:
@@ -51,42 +59,48 @@ class Agent:
         greenlight_url: str,
         *,
         environment: str,
-        listen_host: str = "0.0.0.0",
-        listen_port: int = 9999,
-        advertise_host: str | None = None,
+        credential: str,
         boot_id: str | None = None,
         checkin_retry_s: float = 5.0,
+        poll_s: float = 2.0,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         self.hardware = hardware
         self.greenlight_url = greenlight_url.rstrip("/")
         self.environment = environment
+        self.credential = credential
         self.boot_id = boot_id or uuid.uuid4().hex
-        self.advertise_host = advertise_host or listen_host
         self.checkin_retry_s = checkin_retry_s
-        self.server = JsonHttpServer(self.handle, listen_host, listen_port)
+        self.poll_s = poll_s
         self.http = http or httpx.AsyncClient(timeout=30.0)
         self.token: str | None = None
         self.refused: str | None = None
         self.commands: dict[int, CommandState] = {}
-        self.writes = 0  # requests that could change the node (commands); reads are GETs
+        self.polls = 0
+        self._poll_soon = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.advertise_host}:{self.server.port}"
+        self._loop_task: asyncio.Task | None = None
 
     async def start(self) -> None:
-        """Serve the API, then check in (retrying until Greenlight answers)."""
-        await self.server.start()
-        self._spawn(self.check_in())
+        """Check in (retrying until Greenlight answers), then poll for commands."""
+        self._loop_task = self._spawn(self._serve())
 
     async def stop(self) -> None:
-        """Stop serving and abandon running commands (the node is going down)."""
-        await self.server.stop()
+        """Stop polling and abandon running commands (the node is going down)."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def pause_polling(self) -> None:
+        """Stop asking for commands (the process died); running commands carry on."""
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            self._loop_task = None
+
+    def resume_polling(self) -> None:
+        """Ask for commands again with the same token (the process was restarted)."""
+        if self._loop_task is None and self.token is not None:
+            self._loop_task = self._spawn(self._poll_loop())
 
     def _spawn(self, coro) -> asyncio.Task:
         task = asyncio.ensure_future(coro)
@@ -94,16 +108,22 @@ class Agent:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    # -- talking to Greenlight ------------------------------------------------------------
+    async def _serve(self) -> None:
+        await self.check_in()
+        if self.token is not None:
+            await self._poll_loop()
+
+    # -- check-in ---------------------------------------------------------------------------
 
     async def check_in(self) -> None:
-        identity = await self.hardware.identity()
+        """Present the boot credential; keep trying until Greenlight answers yes or no."""
         body = {
-            **identity,
+            **await self.hardware.identity(),
             "boot_id": self.boot_id,
             "environment": self.environment,
-            "agent_url": self.url,
+            "credential": self.credential,
             "version": AGENT_VERSION,
+            "inventory": await self._inventory(),
         }
         while self.token is None:
             try:
@@ -113,74 +133,71 @@ class Agent:
                 await asyncio.sleep(self.checkin_retry_s)
                 continue
             if answer.status_code == 200:
-                self.token = answer.json()["token"]
+                reply = answer.json()
+                self.token = reply["token"]
+                self.poll_s = float(reply.get("poll_s") or self.poll_s)
+                logger.info("checked in as node %s, boot %s", reply.get("node_id"), self.boot_id)
                 return
             if answer.status_code == 403:
-                # Refused for good (unknown node, or this boot already has a token): say why
-                # and stop asking; a person or a reboot has to change something first.
-                self.refused = answer.json().get("error", "refused")
+                # Refused for good (no valid credential, or this boot already has a token):
+                # say why and stop; a person or a new boot medium has to change something.
+                self.refused = _error_of(answer)
                 logger.error("check-in refused: %s", self.refused)
                 return
+            logger.warning("check-in answered %s; retrying", answer.status_code)
             await asyncio.sleep(self.checkin_retry_s)
 
-    async def heartbeat(self) -> bool:
-        """Re-announce this agent's URL with its token (after a restart of the agent)."""
-        answer = await self._post(protocol.HEARTBEAT, {"agent_url": self.url})
-        return answer is not None and answer.status_code == 200
+    async def _inventory(self) -> dict[str, Any]:
+        try:
+            return await self.hardware.inventory()
+        except (HardwareError, OSError, ValueError) as exc:
+            logger.warning("inventory failed: %s", exc)
+            return {}
 
-    async def _post(self, path: str, body: dict, attempts: int = 5) -> httpx.Response | None:
-        for attempt in range(attempts):
+    # -- pulling commands -------------------------------------------------------------------
+
+    async def _poll_loop(self) -> None:
+        while True:
+            delay = await self.poll_once()
+            if delay is None:
+                return
+            self._poll_soon.clear()
             try:
-                return await self.http.post(
-                    self.greenlight_url + path,
-                    json=body,
-                    headers={"Authorization": f"Bearer {self.token}"},
-                )
-            except httpx.TransportError:
-                await asyncio.sleep(0.2 * (attempt + 1))
-        return None
+                await asyncio.wait_for(self._poll_soon.wait(), delay)
+            except TimeoutError:
+                pass
 
-    # -- serving Greenlight ---------------------------------------------------------------
+    async def poll_once(self) -> float | None:
+        """Report what is unreported, ask for commands, start them; the seconds to the next
+        poll, or None once the token is refused for good."""
+        await self._report_pending()
+        answer = await self._post(protocol.POLL, {"known": sorted(self.commands)}, attempts=1)
+        if answer is None:
+            return self.poll_s
+        if answer.status_code in TOKEN_REFUSED:
+            self.refused = _error_of(answer)
+            logger.error("Greenlight refused this boot's token: %s", self.refused)
+            return None
+        if answer.status_code != 200:
+            return self.poll_s
+        self.polls += 1
+        reply = answer.json()
+        for command in reply.get("commands") or []:
+            self._accept(command)
+        return float(reply.get("poll_s") or self.poll_s)
 
-    async def handle(self, request: Request) -> Response:
-        if request.method != "GET":
-            self.writes += 1
-        if not self._authorised(request):
-            return Response(403, {"error": "not Greenlight's token for this boot"})
-        if request.path == "/v1/ping" and request.method == "GET":
-            identity = await self.hardware.identity()
-            return Response(
-                200,
-                {"boot_id": self.boot_id, "environment": self.environment, **identity},
-            )
-        if request.path == "/v1/inventory" and request.method == "GET":
-            # A read: the drift audit uses it and must never cause a command on the node.
-            return Response(200, await self.hardware.inventory())
-        if request.path == "/v1/commands" and request.method == "POST":
-            return self._accept(request.json())
-        match = COMMAND_PATH.match(request.path)
-        if match and request.method == "GET":
-            state = self.commands.get(int(match.group(1)))
-            if state is None:
-                return Response(404, {"error": "no such command on this boot"})
-            return Response(200, state.as_dict())
-        return Response(404, {"error": f"no route {request.method} {request.path}"})
-
-    def _authorised(self, request: Request) -> bool:
-        header = request.headers.get("authorization", "")
-        return bool(self.token) and hmac.compare_digest(header, f"Bearer {self.token}")
-
-    def _accept(self, body: dict) -> Response:
-        command_id, kind = int(body["id"]), body.get("kind", "")
+    def _accept(self, command: dict[str, Any]) -> None:
+        command_id, kind = int(command["id"]), str(command.get("kind", ""))
         if command_id in self.commands:
-            # Greenlight re-sent a command it lost track of: never run it twice.
-            return Response(200, self.commands[command_id].as_dict())
-        if kind not in COMMANDS:
-            return Response(400, {"error": f"unknown command {kind!r}"})
+            return  # Greenlight re-sent a command it lost track of: never run it twice
         state = CommandState(command_id, kind)
         self.commands[command_id] = state
-        self._spawn(self._execute(state, body.get("params") or {}))
-        return Response(202, {"id": command_id, "status": state.status})
+        if kind not in COMMANDS:
+            state.status, state.exit_code = "failed", 1
+            state.output.append(f"error: this agent ({AGENT_VERSION}) has no command {kind!r}")
+            self._spawn(self._report(state))
+            return
+        self._spawn(self._execute(state, command.get("params") or {}))
 
     async def _execute(self, state: CommandState, params: dict) -> None:
         def log(line: str) -> None:
@@ -195,4 +212,36 @@ class Agent:
         except (HardwareError, OSError, httpx.HTTPError, KeyError, ValueError) as exc:
             state.status, state.exit_code = "failed", 1
             log(f"error: {type(exc).__name__}: {exc}")
-        await self._post(protocol.command_result_path(state.id), state.as_dict())
+        if state.kind in protocol.CHANGES_INVENTORY:
+            state.inventory = await self._inventory()
+        await self._report(state)
+
+    async def _report(self, state: CommandState) -> None:
+        answer = await self._post(protocol.command_result_path(state.id), state.as_dict())
+        # A 4xx means Greenlight will never take it (the command was closed or is not ours).
+        state.reported = answer is not None and answer.status_code < 500
+        self._poll_soon.set()  # the next command usually follows a result
+
+    async def _report_pending(self) -> None:
+        for state in list(self.commands.values()):
+            if state.status != "running" and not state.reported:
+                await self._report(state)
+
+    async def _post(self, path: str, body: dict, attempts: int = 5) -> httpx.Response | None:
+        for attempt in range(attempts):
+            try:
+                return await self.http.post(
+                    self.greenlight_url + path,
+                    json=body,
+                    headers={"Authorization": f"Bearer {self.token}"},
+                )
+            except httpx.TransportError:
+                await asyncio.sleep(0.2 * (attempt + 1))
+        return None
+
+
+def _error_of(answer: httpx.Response) -> str:
+    try:
+        return str(answer.json().get("error", "refused"))
+    except ValueError:
+        return f"HTTP {answer.status_code}"

@@ -18,7 +18,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from .admin_documents import VersionedDocumentAdminMixin
 from .choices import EventKind
 from .enrollment_csv import COLUMNS, enroll_csv
-from .events import record
+from .events import record, record_plain_http_mark
 from .models import Component, Event, Manifest, Node, Rack, Site, Sku
 
 # Largest CSV the upload page accepts; a hall of a few thousand nodes is well under it.
@@ -82,6 +82,7 @@ class NodeAdminForm(forms.ModelForm):
             "manifest",
             "attention",
             "bmc_address",
+            "bmc_plain_http_reason",
             "bmc_username",
             "bmc_password",
             "mac_addresses",
@@ -183,7 +184,15 @@ class NodeAdmin(admin.ModelAdmin):
         ("Lifecycle", {"fields": ["state", "state_changed_at", "manifest", "attention"]}),
         (
             "BMC",
-            {"fields": ["bmc_address", "bmc_username", "bmc_password", "bmc_cert_fingerprint"]},
+            {
+                "fields": [
+                    "bmc_address",
+                    "bmc_plain_http_reason",
+                    "bmc_username",
+                    "bmc_password",
+                    "bmc_cert_fingerprint",
+                ]
+            },
         ),
         ("Inventory", {"fields": ["mac_addresses", "bios_attributes"]}),
         ("Tenant", {"fields": ["tenant", "allocation_ref", "allocated_at"]}),
@@ -207,6 +216,8 @@ class NodeAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         if not change:
             record(obj, EventKind.ENROLLED, actor=request.user, message="Enrolled in the admin")
+            if obj.bmc_allows_plain_http():
+                record_plain_http_mark(obj, actor=request.user)
         elif form.changed_data:
             # Field names only: the values may include the BMC password.
             record(
@@ -216,6 +227,8 @@ class NodeAdmin(admin.ModelAdmin):
                 message=f"Changed in the admin: {', '.join(form.changed_data)}",
                 data={"fields": form.changed_data},
             )
+        if "bmc_plain_http_reason" in form.changed_data:
+            record_plain_http_mark(obj, actor=request.user)
 
     def get_urls(self):
         from provisioning.enrollment_admin import enroll_view
@@ -269,8 +282,17 @@ class NodeAdmin(admin.ModelAdmin):
 
 @admin.register(Component)
 class ComponentAdmin(admin.ModelAdmin):
-    list_display = ["node", "kind", "slot", "model", "serial", "firmware_version", "observed_at"]
-    list_filter = ["kind"]
+    list_display = [
+        "node",
+        "kind",
+        "slot",
+        "model",
+        "serial",
+        "firmware_version",
+        "source",
+        "observed_at",
+    ]
+    list_filter = ["kind", "source"]
     list_select_related = ["node"]
     search_fields = ["node__serial", "serial", "model", "firmware_version"]
     raw_id_fields = ["node"]

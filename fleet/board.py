@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Q
 
+from provisioning import progress
 from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus
-from provisioning.models import Run
+from provisioning.models import PhaseRecord, Run
 from provisioning.phases import PHASES, PHASES_BY_NAME
 
 from .choices import NODE_STATE_COLORS, NODE_STATE_ICONS, NodeState
@@ -58,7 +59,8 @@ class Slot:
     node: Node
     phase_label: str = ""
     phases_done: int = 0
-    progress: int | None = None  # percent, while a run is active
+    progress: int | None = None  # percent of the run's phases and gates, while it is active
+    phase_progress: str = ""  # a long phase's own progress in words ("12.5 h of 72 h")
     ready: bool | None = None  # awaiting approval: did every gate pass?
 
     @property
@@ -96,14 +98,28 @@ def rack_slots(rack: Rack, node_ids: set[int] | None = None) -> list[Slot]:
     active = [pk for pk, s in slots.items() if s.node.state in ACTIVE_STATES]
     if active:
         done = Count("phases", filter=Q(phases__status__in=[PhaseStatus.DONE, PhaseStatus.SKIPPED]))
-        runs = Run.objects.filter(node_id__in=active, status__in=ACTIVE_RUN_STATUSES).annotate(
-            done=done
+        runs = list(
+            Run.objects.filter(node_id__in=active, status__in=ACTIVE_RUN_STATUSES)
+            .annotate(done=done, total=Count("phases"))
+            .only("pk", "node_id", "current_phase")
         )
-        for run in runs.only("pk", "node_id", "current_phase"):
+        # A long phase (a soak, a BMC update task) moves the bar by its own progress.
+        current = {
+            run_id: progress.of_phase(compared)
+            for run_id, compared in PhaseRecord.objects.filter(
+                run_id__in=[r.pk for r in runs],
+                status__in=[PhaseStatus.RUNNING, PhaseStatus.WAITING],
+            ).values_list("run_id", "compared")
+        }
+        for run in runs:
             slot = slots[run.node_id]
-            slot.phases_done = min(run.done, len(PHASES))
-            slot.progress = round(100 * slot.phases_done / len(PHASES))
+            # Gates count too, so a node in its soak is not shown as all but done.
+            total = max(run.total, len(PHASES))
+            long = current.get(run.pk)
+            slot.phases_done = min(run.done, total)
+            slot.progress = round(100 * (slot.phases_done + (long.fraction if long else 0)) / total)
             slot.phase_label = phase_label(run.current_phase) if run.current_phase else ""
+            slot.phase_progress = long.words if long else ""
     waiting = [pk for pk, s in slots.items() if s.node.state == NodeState.AWAITING_APPROVAL]
     if waiting:
         passed = passed_node_ids(Node.objects.filter(pk__in=waiting))

@@ -80,6 +80,21 @@ class ComponentKind(models.TextChoices):
     PSU = "psu", "Power supply"
 
 
+class ComponentSource(models.TextChoices):
+    """Who last observed a component: the BMC (no serials for in-band parts) or the agent."""
+
+    BMC = "bmc", "BMC"
+    AGENT = "agent", "Agent"
+
+
+class EphemeralBoot(models.TextChoices):
+    """How a node boots Greenlight's ephemeral environment (the manifest's `ephemeral.boot`)."""
+
+    VIRTUAL_MEDIA = "virtual_media", "Redfish virtual media (the node's own ISO)"
+    UEFI_HTTP = "uefi_http", "UEFI HTTP boot of the node's own ISO"
+    PXE = "pxe", "PXE: the site's DHCP chains to the node's iPXE script"
+
+
 FIRMWARE_TARGETS = (
     ComponentKind.BMC,
     ComponentKind.BIOS,
@@ -113,4 +128,6 @@ class EventKind(models.TextChoices):
     AUDIT = "audit", "Drift audit"
     WIPE = "wipe", "Wipe"
     ATTENTION = "attention", "Needs a person"
+    # An in-service node lent to another node's fabric gate as its NCCL partner, for the gate.
+    FABRIC_PARTNER = "fabric_partner", "Borrowed as fabric partner"
     TEST = "test", "Test"

@@ -6,12 +6,29 @@ import asyncio
 import contextlib
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.conf import settings
 
 from .live import FLEET_GROUP, Coalescer, node_group, rack_group, site_group
+from .models import Node, Rack, Site
 
 VIEW_PERM = "fleet.view_node"
+# Application close codes, sent before the socket is accepted: the page reloads on 4401/4403.
+CLOSE_NOT_SIGNED_IN = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+SCOPED_MODELS = {"rack": Rack, "site": Site, "node": Node}
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):
+    """Refuses a socket on a path that names nothing: not found, not a server error."""
+
+    async def connect(self) -> None:
+        await self.close(code=CLOSE_NOT_FOUND)
+
+
+def _exists(scope: str, ident: int) -> bool:
+    return SCOPED_MODELS[scope].objects.filter(pk=ident).exists()
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
@@ -29,21 +46,23 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            # 4401: an application close code; the page reloads and login_required takes over.
-            await self.close(code=4401)
+            # The page reloads and login_required takes over.
+            await self.close(code=CLOSE_NOT_SIGNED_IN)
             return
         if not await database_sync_to_async(user.has_perm)(VIEW_PERM):
-            await self.close(code=4403)
+            await self.close(code=CLOSE_FORBIDDEN)
             return
         kwargs = self.scope["url_route"]["kwargs"]
-        scope, ident = kwargs.get("scope"), kwargs.get("ident")
-        groups = {
-            "rack": lambda: rack_group(int(ident)),
-            "site": lambda: site_group(int(ident)),
-            "node": lambda: node_group(int(ident)),
-            "fleet": lambda: FLEET_GROUP,
-        }
-        self.group = groups[scope]()
+        scope = kwargs["scope"]
+        if scope == "fleet":
+            self.group = FLEET_GROUP
+        else:
+            ident = int(kwargs["ident"])
+            if not await database_sync_to_async(_exists)(scope, ident):
+                await self.close(code=CLOSE_NOT_FOUND)
+                return
+            groups = {"rack": rack_group, "site": site_group, "node": node_group}
+            self.group = groups[scope](ident)
         self.buffer = Coalescer()
         self.window = settings.GREENLIGHT_LIVE_COALESCE_MS / 1000
         await self.channel_layer.group_add(self.group, self.channel_name)

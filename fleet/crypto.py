@@ -8,10 +8,14 @@ from functools import cache
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 
 @cache
 def _fernet(key_material: str) -> Fernet:
+    if not key_material:
+        # A key derived from "" is a key everyone has: refuse rather than store a readable secret.
+        raise ImproperlyConfigured("FIELD_ENCRYPTION_KEY is not set")
     # The configured key is any string; Fernet wants 32 url-safe base64 bytes.
     digest = hashlib.sha256(key_material.encode()).digest()
     return Fernet(base64.urlsafe_b64encode(digest))

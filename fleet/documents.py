@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from .safe_yaml import YamlLimitExceeded, compose_bounded
+
 SEMVER = re.compile(r"^\d+\.\d+\.\d+$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -60,32 +62,44 @@ class LinedYaml:
         return self.lines.get((), 1)
 
 
-def _record_lines(node: yaml.Node, path: tuple, lines: dict[tuple, int]) -> None:
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
-            lines[path + (key,)] = key_node.start_mark.line + 1
-            _record_lines(value_node, path + (key,), lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _record_lines(item, path + (index,), lines)
+def _record_lines(root: yaml.Node, lines: dict[tuple, int]) -> None:
+    """Record the line of every key path, visiting each node once.
+
+    An alias is the same node as its anchor: its contents keep the anchor's lines, and a path
+    through the alias takes the alias key's line. Walking into it again would expand the alias.
+    """
+    seen: set[int] = set()
+    pending: list[tuple[yaml.Node, tuple]] = [(root, ())]
+    while pending:
+        node, path = pending.pop()
+        lines.setdefault(path, node.start_mark.line + 1)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        children: list[tuple[yaml.Node, tuple]] = []
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
+                lines[path + (key,)] = key_node.start_mark.line + 1
+                children.append((value_node, path + (key,)))
+        elif isinstance(node, yaml.SequenceNode):
+            children = [(item, path + (index,)) for index, item in enumerate(node.value)]
+        pending.extend(reversed(children))  # in document order, as the text reads
 
 
 def load_lined_yaml(text: str) -> LinedYaml:
-    """Load one YAML document, or raise DocumentInvalid naming the line of the syntax error."""
+    """Load one YAML document within the loader's limits, keeping the line of every key.
+
+    Raises DocumentInvalid naming the line of a syntax error, or the limit the text is over.
+    """
     if not text or not text.strip():
         raise DocumentInvalid([DocumentError(1, "(document)", "the document is empty")])
     try:
-        # The reader rejects control characters as soon as it is built: a YAMLError too.
-        loader = yaml.SafeLoader(text)
-    except yaml.YAMLError as exc:
-        raise DocumentInvalid([DocumentError(1, "(syntax)", f"malformed YAML: {exc}")]) from None
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            raise DocumentInvalid([DocumentError(1, "(document)", "the document is empty")])
-        data = loader.construct_document(node)
+        node, data = compose_bounded(text)
+    except YamlLimitExceeded as exc:
+        raise DocumentInvalid(
+            [DocumentError(exc.line, f"(limit: {exc.limit})", str(exc))]
+        ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -93,11 +107,12 @@ def load_lined_yaml(text: str) -> LinedYaml:
             [DocumentError(line, "(syntax)", f"malformed YAML: {exc.problem or exc}")]
         ) from None
     except yaml.YAMLError as exc:
+        # The reader rejects control characters before it has a mark to give.
         raise DocumentInvalid([DocumentError(1, "(syntax)", f"malformed YAML: {exc}")]) from None
-    finally:
-        loader.dispose()
+    if node is None:
+        raise DocumentInvalid([DocumentError(1, "(document)", "the document is empty")])
     lines: dict[tuple, int] = {}
-    _record_lines(node, (), lines)
+    _record_lines(node, lines)
     return LinedYaml(data, lines)
 
 

@@ -22,7 +22,7 @@ from django.db import IntegrityError, transaction
 
 from .choices import EventKind
 from .events import record
-from .models import Node, Rack, Sku
+from .models import PLAIN_HTTP_REFUSED, Node, Rack, Sku
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +187,8 @@ class _Validator:
         address = data.get("bmc_address", "")
         if address and not _is_bmc_url(address):
             self.error(line, "bmc_address", f"{address!r} is not an http(s)://host[:port] URL")
+        elif address.lower().startswith("http://"):
+            self.error(line, "bmc_address", PLAIN_HTTP_REFUSED)
         macs = self._macs(line, data.get("macs", ""), serial)
         if len(self.errors) > before:
             return None

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
+from .choices import EventKind
 from .live import FLEET_GROUP, EventPayload, node_group, publisher, rack_group, site_group
 from .models import Event
 
@@ -13,6 +14,19 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
     from .models import Node
+
+
+# The longest message an event keeps: messages quote what BMCs, agents and uploads said, and no
+# outside text may grow the audit log (or every live viewer's feed) without bound.
+MAX_MESSAGE = 2000
+
+
+def truncate(text: str, limit: int) -> str:
+    """`text`, cut to `limit` characters with a note of how long it was."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
 
 
 def event_payload(event: Event, node: Node | None) -> EventPayload:
@@ -55,7 +69,7 @@ def record(
         kind=kind,
         actor=actor if actor is not None and actor.is_authenticated else None,
         actor_label=actor_label,
-        message=message,
+        message=truncate(message, MAX_MESSAGE),
         data=data or {},
     )
     if publish:
@@ -71,3 +85,23 @@ def record(
         # on_commit: a browser must never see an event whose row a rollback then removed.
         transaction.on_commit(lambda: publisher.publish_event(payload, groups))
     return event
+
+
+def record_plain_http_mark(
+    node: Node, *, actor: AbstractBaseUser | None = None, actor_label: str = ""
+) -> Event:
+    """Record that a node's BMC was marked plain HTTP (with its reason), or the mark withdrawn."""
+    reason = node.bmc_plain_http_reason.strip()
+    message = (
+        f"BMC marked plain HTTP (its password crosses the network unencrypted): {reason}"
+        if reason
+        else "BMC plain-HTTP mark withdrawn: https only"
+    )
+    return record(
+        node,
+        EventKind.UPDATED,
+        actor=actor,
+        actor_label=actor_label,
+        message=message,
+        data={"bmc_plain_http": bool(reason), "reason": reason},
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .choices import FIRMWARE_TARGETS
+from .choices import FIRMWARE_TARGETS, EphemeralBoot
 from .documents import (
     SEMVER,
     SHA256,
@@ -28,19 +28,22 @@ TOP_LEVEL = {
     "bios_settings",
     "boot_order",
     "os_image",
+    "ephemeral",
     "acceptance_profile",
     "timeouts",
 }
 
 
-def _artifact(check: SchemaChecker, value: Any, path: tuple, *, signed: bool) -> dict | None:
+def _artifact(
+    check: SchemaChecker, value: Any, path: tuple, *, signed: bool, versioned: bool = True
+) -> dict | None:
     block = check.mapping(value, path)
     if block is None:
         return None
     allowed = {"version", "url", "sha256"} | ({"signature"} if signed else set())
     check.unknown_keys(block, allowed, path)
     out = {
-        "version": check.string(block, "version", path, required=not signed),
+        "version": check.string(block, "version", path, required=versioned and not signed),
         "url": check.string(block, "url", path, pattern=URL, hint="an http(s) or file URL"),
         "sha256": check.string(
             block, "sha256", path, pattern=SHA256, hint="64 lowercase hex digits"
@@ -49,6 +52,108 @@ def _artifact(check: SchemaChecker, value: Any, path: tuple, *, signed: bool) ->
     if signed:
         out["signature"] = check.string(block, "signature", path)
     return {k: v for k, v in out.items() if v is not None}
+
+
+DEVICE = re.compile(r"^/dev/[A-Za-z0-9._/-]+$")
+
+
+def _os_image(check: SchemaChecker, value: Any) -> dict | None:
+    """The signed OS image, and optionally the disk it goes on (else the agent's default)."""
+    path = ("os_image",)
+    block = check.mapping(value, path)
+    if block is None:
+        return None
+    disk = check.string(block, "disk", path, required=False, pattern=DEVICE, hint="a /dev path")
+    artifact = _artifact(check, {k: v for k, v in block.items() if k != "disk"}, path, signed=True)
+    if artifact is None:
+        return None
+    return artifact | ({"disk": disk} if disk else {})
+
+
+def _ephemeral(check: SchemaChecker, value: Any) -> dict | None:
+    """How the ephemeral environment boots, and the media each boot method needs."""
+    path = ("ephemeral",)
+    block = check.mapping(value, path)
+    if block is None:
+        return None
+    check.unknown_keys(block, {"boot", "iso", "kernel", "initrd"}, path)
+    methods = [str(m) for m in EphemeralBoot.values]
+    boot = check.string(block, "boot", path, required=False) or EphemeralBoot.PXE
+    if boot not in methods:
+        check.error(
+            path + ("boot",), f"unknown boot method {boot!r}; expected one of {', '.join(methods)}"
+        )
+        return None
+    out: dict[str, Any] = {"boot": boot}
+    needs = ("kernel", "initrd") if boot == EphemeralBoot.PXE else ("iso",)
+    for name in ("iso", "kernel", "initrd"):
+        if name not in block:
+            if name in needs:
+                check.error(path + (name,), f"{boot} boot needs the {name}'s url and sha256")
+            continue
+        artifact = _artifact(check, block[name], path + (name,), signed=False, versioned=False)
+        if artifact is not None:
+            out[name] = artifact
+    return out
+
+
+# Sub-components of a firmware kind a target can name in `parts` (which inventory entries carry
+# the target's version). The HGX tray's bundle sets its HMC, GPUs, NVSwitches, ERoTs and more,
+# and the HMC's version is the bundle's; a BIOS entry is not its Intel ME. Provisioning's
+# vendor naming table (provisioning/redfish/naming.py) places entries into these.
+FIRMWARE_PARTS = (
+    "bmc", "bios", "hmc", "gpu", "nvswitch", "erot", "fpga", "retimer", "pcie_switch",
+    "cpld", "cpu", "nic", "dpu", "dpu_software", "drive", "storage_controller", "psu", "tpm",
+    "me", "capsule", "driver_pack", "diagnostics", "lifecycle", "service_module",
+    "provisioning", "inforom", "backplane", "video", "platform_data", "baseboard", "unknown",
+)  # fmt: skip
+# The parts a kind's target manages when it names none.
+DEFAULT_PARTS = {
+    "bmc": ("bmc",),
+    "bios": ("bios",),
+    "hgx": ("hmc", "baseboard"),
+    "nic": ("nic",),
+    "dpu": ("dpu",),
+    "nvme": ("drive",),
+}
+
+
+def _firmware_target(check: SchemaChecker, component: str, spec: Any, path: tuple) -> dict | None:
+    """One kind's target: an artifact, optionally for one `model` and the `parts` it manages,
+    with `models`: other models of the same kind (two NVMe drive models) and their artifacts."""
+    block = check.mapping(spec, path)
+    if block is None:
+        return None
+    extra = {k: block[k] for k in ("model", "parts", "models") if k in block}
+    artifact = _artifact(check, {k: v for k, v in block.items() if k not in extra}, path,
+                         signed=False)  # fmt: skip
+    if artifact is None:
+        return None
+    if "model" in extra:
+        model = check.string(block, "model", path)
+        if model:
+            artifact["model"] = model
+    if "parts" in extra:
+        parts = extra["parts"]
+        if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+            check.error((*path, "parts"), "must be a non-empty list of part names")
+        else:
+            unknown = [p for p in parts if p not in FIRMWARE_PARTS]
+            if unknown:
+                check.error(
+                    (*path, "parts"),
+                    f"unknown part {unknown[0]!r}; expected some of {', '.join(FIRMWARE_PARTS)}",
+                )
+            else:
+                artifact["parts"] = list(parts)
+    if "models" in extra:
+        others = check.mapping(extra["models"], (*path, "models")) or {}
+        artifact["models"] = {}
+        for model, other in others.items():
+            found = _artifact(check, other, (*path, "models", model), signed=False)
+            if found is not None:
+                artifact["models"][str(model)] = found
+    return artifact
 
 
 def parse_manifest(text: str) -> ParsedDocument:
@@ -73,7 +178,7 @@ def parse_manifest(text: str) -> ParsedDocument:
                 f"unknown component {component!r}; expected one of {', '.join(sorted(targets))}",
             )
             continue
-        artifact = _artifact(check, spec, path, signed=False)
+        artifact = _firmware_target(check, component, spec, path)
         if artifact is not None:
             firmware[component] = artifact
 
@@ -92,7 +197,9 @@ def parse_manifest(text: str) -> ParsedDocument:
 
     os_image = None
     if "os_image" in root:
-        os_image = _artifact(check, root["os_image"], ("os_image",), signed=True)
+        os_image = _os_image(check, root["os_image"])
+
+    ephemeral = _ephemeral(check, root["ephemeral"]) if "ephemeral" in root else None
 
     timeouts: dict[str, int] = {}
     t_block = check.mapping(root.get("timeouts"), ("timeouts",), required=False) or {}
@@ -112,6 +219,7 @@ def parse_manifest(text: str) -> ParsedDocument:
         "bios_settings": bios,
         "boot_order": boot_order,
         "os_image": os_image,
+        "ephemeral": ephemeral,
         "acceptance_profile": profile,
         "timeouts": timeouts,
     }

@@ -12,6 +12,7 @@ from .choices import (
     NODE_STATE_COLORS,
     NODE_STATE_ICONS,
     ComponentKind,
+    ComponentSource,
     DocumentStatus,
     EventKind,
     NodeState,
@@ -78,6 +79,12 @@ class Sku(models.Model):
         return self.name
 
 
+PLAIN_HTTP_REFUSED = (
+    "Plain http:// would send the BMC password unencrypted: use https://, or give the reason "
+    "this BMC must be reached over plain HTTP (BMC plain-HTTP reason)."
+)
+
+
 class Node(models.Model):
     """A physical server: where it sits, how to reach its BMC, and where it is in its life."""
 
@@ -93,6 +100,13 @@ class Node(models.Model):
     bmc_password = EncryptedTextField(blank=True)
     bmc_cert_fingerprint = models.CharField(
         max_length=100, blank=True, help_text="SHA-256 of the BMC's pinned certificate"
+    )
+    bmc_plain_http_reason = models.CharField(
+        "BMC plain-HTTP reason",
+        max_length=300,
+        blank=True,
+        help_text="Why this BMC may be reached over plain http:// (its password then crosses the "
+        "network unencrypted). Empty: https only.",
     )
     mac_addresses = models.JSONField(default=list, blank=True)
     bios_attributes = models.JSONField(default=dict, blank=True, help_text="Last observed")
@@ -143,6 +157,16 @@ class Node(models.Model):
                 )
         if self.position is not None and self.rack_id is None:
             raise ValidationError({"rack": "A position needs a rack."})
+        if self.bmc_is_plain_http() and not self.bmc_plain_http_reason.strip():
+            raise ValidationError({"bmc_address": PLAIN_HTTP_REFUSED})
+
+    def bmc_is_plain_http(self) -> bool:
+        """True if the BMC address is http://: allowed only with a reason an admin gave."""
+        return self.bmc_address.strip().lower().startswith("http://")
+
+    def bmc_allows_plain_http(self) -> bool:
+        """True if an admin marked this BMC as plain HTTP, with a reason."""
+        return bool(self.bmc_plain_http_reason.strip())
 
     def get_state_color(self) -> str:
         return NODE_STATE_COLORS[NodeState(self.state)]
@@ -162,6 +186,12 @@ class Component(models.Model):
     part_number = models.CharField(max_length=100, blank=True)
     firmware_version = models.CharField(max_length=100, blank=True)
     updateable = models.BooleanField(default=False)
+    source = models.CharField(
+        max_length=10,
+        choices=ComponentSource.choices,
+        default=ComponentSource.BMC,
+        help_text="Who last observed the part: its kind belongs to the agent once it reported it",
+    )
     observed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

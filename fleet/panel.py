@@ -9,16 +9,25 @@ from acceptance.choices import VERDICT_COLORS, VERDICT_ICONS, GateName, Verdict
 from acceptance.gates import GATES_BY_NAME
 from acceptance.models import GateResult, SoakSample
 from acceptance.parsers import PARSERS
-from provisioning.choices import PHASE_STATUS_COLORS, PhaseStatus
+from provisioning import progress
+from provisioning.choices import ACTIVE_RUN_STATUSES, PHASE_STATUS_COLORS, PhaseStatus
+from provisioning.eta import Eta, run_eta
 from provisioning.models import PhaseRecord, Run
+from provisioning.moves import Move, fitting
 from provisioning.phases import PHASES
+from provisioning.progress import Progress
 
 from .charts import Series, line_chart
 from .choices import EventKind, NodeState
 from .lifecycle import is_allowed
 from .models import Event, Node
+from .situation import Situation, situation
 
 EVENT_TAIL = 25
+# Phases a person can no longer skip: they are over.
+SETTLED = (PhaseStatus.DONE, PhaseStatus.SKIPPED)
+# Phases a run is held at: the one a skip would skip.
+STUCK = (PhaseStatus.FAILED, PhaseStatus.RUNNING, PhaseStatus.WAITING)
 
 
 @dataclass
@@ -34,11 +43,17 @@ class PhaseRow:
     changes: list[dict] = field(default_factory=list)
     error: str = ""
     wait_reason: str = ""
+    progress: Progress | None = None  # a long phase's own, while it runs
 
 
-def timeline(run: Run | None) -> list[PhaseRow]:
+def phase_records(run: Run | None) -> list[PhaseRecord]:
+    """The run's phase records in run order (none without a run)."""
+    return list(PhaseRecord.objects.filter(run=run).order_by("order")) if run else []
+
+
+def timeline(run: Run | None, loaded: list[PhaseRecord] | None = None) -> list[PhaseRow]:
     """Every phase of the pipeline, in order, with what the run's record says of it."""
-    records = {r.phase: r for r in PhaseRecord.objects.filter(run=run)} if run else {}
+    records = {r.phase: r for r in (phase_records(run) if loaded is None else loaded)}
     rows = []
     for info in PHASES:
         rec = records.get(info.name)
@@ -56,6 +71,7 @@ def timeline(run: Run | None) -> list[PhaseRow]:
                 changes=[c for c in (rec.changes if rec else []) if isinstance(c, dict)],
                 error=rec.error if rec else "",
                 wait_reason=rec.wait_reason if rec else "",
+                progress=progress.of_phase(rec.compared) if rec and status in STUCK else None,
             )
         )
     return rows
@@ -114,18 +130,39 @@ class GateRow:
     bars: list[Bar]
     other_metrics: dict
     findings: list[dict]
+    progress: Progress | None = None  # the soak's hours, while it runs
 
 
-def gate_rows(results: list[GateResult]) -> list[GateRow]:
+def soak_metrics(metrics: dict) -> dict:
+    """A soak's bookkeeping in words and hours, not its raw fields."""
+    out = {}
+    if metrics.get("wanted_s"):
+        out["soaked"] = progress.soak(metrics.get("ran_s") or 0, metrics["wanted_s"]).words
+    if metrics.get("samples") is not None:
+        out["samples"] = metrics["samples"]
+    if metrics.get("stopped_at_sample") is not None:
+        out["stopped at sample"] = metrics["stopped_at_sample"]
+    return out
+
+
+SOAK_FIELDS = {"ran_s", "wanted_s", "samples", "stopped_at_sample"}
+
+
+def gate_rows(results: list[GateResult], records: list[PhaseRecord] | None = None) -> list[GateRow]:
+    running = {r.phase: r for r in records or [] if r.status in STUCK}
     rows = []
     for r in results:
         shown = bars(r.metrics or {}, r.thresholds or {})
         names = {b.name.replace(" ", "_") for b in shown}
+        soak = r.gate == GateName.BURN_IN
         other = {
             k: v
             for k, v in (r.metrics or {}).items()
-            if k not in names and not isinstance(v, dict | list)
+            if k not in names and not isinstance(v, dict | list) and not (soak and k in SOAK_FIELDS)
         }
+        if soak:
+            other = {**soak_metrics(r.metrics or {}), **other}
+        record = running.get(f"gate:{r.gate}")
         spec = GATES_BY_NAME.get(r.gate)
         rows.append(
             GateRow(
@@ -136,6 +173,7 @@ def gate_rows(results: list[GateResult]) -> list[GateRow]:
                 bars=shown,
                 other_metrics=other,
                 findings=[f for f in (r.findings or []) if isinstance(f, dict)],
+                progress=progress.of_phase(record.compared) if record else None,
             )
         )
     return rows
@@ -188,6 +226,12 @@ class Panel:
     events: list[Event]
     gate_problems: list[str]
     last_audit: Event | None
+    situation: Situation | None = None
+    # The moves the node allows now; the template shows those the person holds the permission of.
+    moves: list[Move] = field(default_factory=list)
+    skippable: list[str] = field(default_factory=list)
+    stuck_phase: str = ""
+    eta: Eta | None = None  # an active run's likely time left, from this fleet's runs
 
     @property
     def approvable(self) -> bool:
@@ -218,13 +262,24 @@ def node_panel(node: Node) -> Panel:
     events = list(
         Event.objects.filter(node=node).select_related("actor").order_by("-pk")[:EVENT_TAIL]
     )
+    problems = gate_problems(run) if node.state == NodeState.AWAITING_APPROVAL else []
+    records = phase_records(run)
+    under_way = next((r for r in records if r.status in STUCK), None)
+    stuck = under_way.phase if under_way else ""
+    active = run is not None and run.status in ACTIVE_RUN_STATUSES
+    current = progress.of_phase(under_way.compared) if under_way else None
     return Panel(
         node=node,
         run=run,
-        phases=timeline(run),
-        gates=gate_rows(results),
+        phases=timeline(run, records),
+        gates=gate_rows(results, records),
         charts=soak_charts(soak),
         events=events,
-        gate_problems=gate_problems(run) if node.state == NodeState.AWAITING_APPROVAL else [],
+        gate_problems=problems,
         last_audit=next((e for e in events if e.kind == EventKind.AUDIT), None),
+        situation=situation(node, run, problems, events),
+        moves=fitting(node, run, stuck),
+        skippable=[r.phase for r in records if r.status not in SETTLED],
+        stuck_phase=stuck,
+        eta=run_eta(run, records, current) if active else None,
     )

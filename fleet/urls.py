@@ -16,5 +16,6 @@ urlpatterns = [
     path("nodes/<int:pk>/approve/", views.approve, name="node-approve"),
     path("nodes/<int:pk>/quarantine/", views.quarantine, name="node-quarantine"),
     path("nodes/<int:pk>/audit/", views.audit, name="node-audit"),
+    path("nodes/<int:pk>/moves/<slug:move>/", views.move, name="node-move"),
     path("nodes/<int:pk>/upload/", views.upload, name="node-upload"),
 ]

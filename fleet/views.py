@@ -20,6 +20,7 @@ from acceptance import decisions
 from acceptance.parsers import PARSERS
 from acceptance.uploads import UploadRefused, upload_output
 from provisioning import audit as drift_audit
+from provisioning import moves
 
 from . import board, panel
 from .choices import NodeState
@@ -187,13 +188,47 @@ def quarantine(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+class MoveForm(forms.Form):
+    reason = forms.CharField(required=False, max_length=2000)
+    phase = forms.CharField(required=False, max_length=100)
+
+
+@login_required
+@require_POST
+def move(request: HttpRequest, pk: int, move: str) -> HttpResponse:
+    """Make one lifecycle move on a node (start, retry, abort, skip, break/fix, ...)."""
+    node = get_object_or_404(Node, pk=pk)
+    form = MoveForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"{node.serial}: {form.errors.as_text()}")
+        return _back(node)
+    try:
+        done = moves.perform(
+            move,
+            node,
+            request.user,
+            reason=form.cleaned_data["reason"],
+            phase=form.cleaned_data["phase"],
+        )
+    except moves.MoveRefused as exc:
+        messages.error(request, f"{node.serial}: {exc}")
+    else:
+        messages.success(request, f"{node.serial}: {done}.")
+    return _back(node)
+
+
 @login_required
 @require_POST
 def approve_passed(request: HttpRequest, pk: int) -> HttpResponse:
     """Approve every node of the rack whose gates all passed: one click, one decision each."""
     rack = get_object_or_404(Rack, pk=pk)
     made = decisions.approve_all_passed(rack, request.user)
-    messages.success(request, f"Approved {len(made)} node(s) of {rack.name} into service.")
+    if made:
+        messages.success(request, f"Approved {len(made)} node(s) of {rack.name} into service.")
+    else:
+        messages.warning(
+            request, f"No node of {rack.name} passed every gate and awaits approval: none approved."
+        )
     return redirect("fleet:rack", pk=rack.pk)
 
 
@@ -244,6 +279,8 @@ def audit(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         f"{node.serial}: {summary['matched']} matched, {summary['drifted']} drifted"
         + (f" ({drifted})" if drifted else "")
-        + f" against {summary['manifest']}.",
+        + f" against {summary['manifest']}"
+        + drift_audit.inventory_words(report)
+        + ".",
     )
     return _back(node)

@@ -6,13 +6,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "greenlight.settings")
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
 from fleet.routing import websocket_urlpatterns  # noqa: E402  (needs the app registry)
+
+from .websocket_origin import SameOriginValidator  # noqa: E402
 
 http_app = django_asgi_app
 if settings.SERVE_STATIC:
@@ -23,10 +24,8 @@ if settings.SERVE_STATIC:
 application = ProtocolTypeRouter(
     {
         "http": http_app,
-        # Origin validation against ALLOWED_HOSTS refuses foreign pages; the consumer refuses
-        # anonymous users in connect().
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        # The origin check refuses pages of any other scheme, host or port; the consumer
+        # refuses anonymous users, unknown objects and malformed paths in connect().
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 
-from .embedded_redis import ensure_embedded_redis
-from .env import env_bool, env_float, env_int, env_list, env_str, generated_secret
+from .env import env_bool, env_float, env_int, env_list, env_str
+from .lab_mode import embedded_redis_url, lab_mode, read_generated_secret, var_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("GREENLIGHT_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR = var_dir()
+# A demo, lab, benchmark or test process (greenlight/lab_mode.py): only there may secrets and
+# Redis be left out of the environment, and only there does the lab app load. Importing this
+# module starts and writes nothing; the lab-mode entry points do that before they import it.
+GREENLIGHT_LAB_MODE = lab_mode()
 
-SECRET_KEY = env_str("SECRET_KEY") or generated_secret(VAR_DIR / "secret_key")
+# Empty in production when unset: greenlight/checks.py names the missing variable.
+SECRET_KEY = env_str("SECRET_KEY") or (
+    read_generated_secret("SECRET_KEY", VAR_DIR) if GREENLIGHT_LAB_MODE else ""
+)
 # Key for BMC passwords at rest (Fernet); separate from SECRET_KEY so rotating one does not
 # make every stored BMC password unreadable.
-FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY") or generated_secret(VAR_DIR / "field_key")
+FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY") or (
+    read_generated_secret("FIELD_ENCRYPTION_KEY", VAR_DIR) if GREENLIGHT_LAB_MODE else ""
+)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -35,11 +46,14 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc as static files: the docs load no CDN
     "channels",
+    "axes",  # login throttling for the pages and the admin
+    "greenlight",  # its system checks (greenlight/checks.py)
     "fleet",
     "provisioning",
     "acceptance",
-    "lab",
 ]
+if GREENLIGHT_LAB_MODE:
+    INSTALLED_APPS.append("lab")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -49,6 +63,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 if env_str("GREENLIGHT_QUERY_LOG_DIR"):
@@ -80,7 +97,6 @@ if DATABASE_URL:
         "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
     }
 else:
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -118,7 +134,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Celery queue so their messages never cross.
 _TEST_WORKER = env_str("PYTEST_XDIST_WORKER")
 
-REDIS_URL = env_str("REDIS_URL") or ensure_embedded_redis(VAR_DIR)
+# In lab mode the entry point has started the embedded Redis at this address (lab_mode.prepare).
+REDIS_URL = env_str("REDIS_URL") or (embedded_redis_url(VAR_DIR) if GREENLIGHT_LAB_MODE else "")
 
 # A live consumer waits for messages with a 5 s blocking pop (channels_redis), and redis-py's
 # default socket timeout is also 5 s: on a busy machine the pop's empty answer came a moment
@@ -138,6 +155,16 @@ CHANNEL_LAYERS = {
             # page until their next change (minutes later). A message is a few hundred bytes.
             "capacity": env_int("GREENLIGHT_LIVE_CAPACITY", 5000),
         },
+    }
+}
+
+# The cache is shared by every process: counts of refused requests (fleet/refusals.py) must add
+# up across web processes, or a flood spread over them would write a row per process.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": env_str("CHANNEL_PREFIX", "greenlight" + _TEST_WORKER),
     }
 }
 
@@ -165,6 +192,24 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_float("GREENLIGHT_SWEEP_SECONDS", 30.0),
     },
 }
+
+AUTHENTICATION_BACKENDS = [
+    # First, so that a locked-out username and address is refused before a password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling (django-axes), for the login page and the admin alike: after this many wrong
+# passwords for one username from one address, that pair is refused for the cool-off, even with
+# the right password, and the lockout is logged ("AXES: Locked out"). The username and address
+# together, so an attacker cannot lock a person out from elsewhere. API tokens are not throttled.
+AXES_FAILURE_LIMIT = env_int("GREENLIGHT_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("GREENLIGHT_LOGIN_COOLOFF_MINUTES", 15.0))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The lockout log names the username and address (axes masks both by default): that is what an
+# operator acts on. Passwords are always masked.
+AXES_SENSITIVE_PARAMETERS: list[str] = []
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -197,6 +242,11 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "greenlight.api.pagination.CursorPagination",
+    "DEFAULT_PARSER_CLASSES": [
+        "greenlight.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {
@@ -219,22 +269,78 @@ LOGGING = {
         "daphne": {"level": "WARNING"},
         # "channels over capacity" is a slow browser tab, not news for the log at INFO.
         "channels_redis": {"level": "WARNING"},
+        "axes.apps": {"level": "WARNING"},  # its start-up banner, in every process
     },
 }
+
+# --- Served over TLS, security headers ------------------------------------------------------
+
+# Content-Security-Policy (django-csp): scripts, styles, images and sockets from this origin only.
+# Inline style attributes stay allowed: progress bars set their width in the template.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],  # the live view's WebSocket: same origin, ws: or wss:
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+# The browser-facing site is served over HTTPS (by this server or a TLS proxy in front): cookies
+# become Secure, HSTS is sent and plain-HTTP page requests are redirected.
+GREENLIGHT_HTTPS = env_bool("GREENLIGHT_HTTPS", False)
+# Behind a TLS-terminating proxy, the header it sets to say the client used HTTPS, e.g.
+# X-Forwarded-Proto. Set it only when the proxy always sets (or strips) that header itself.
+_PROXY_SSL_HEADER = env_str("GREENLIGHT_PROXY_SSL_HEADER")
+if _PROXY_SSL_HEADER:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _PROXY_SSL_HEADER.upper().replace("-", "_"), "https")
+SESSION_COOKIE_SECURE = GREENLIGHT_HTTPS
+CSRF_COOKIE_SECURE = GREENLIGHT_HTTPS
+SECURE_SSL_REDIRECT = GREENLIGHT_HTTPS
+# Nodes' agents and Prometheus may speak plain HTTP on the management network: a redirect would
+# turn their POSTs into GETs.
+SECURE_REDIRECT_EXEMPT = [r"^agent/", r"^metrics$", r"^boot/"]
+SECURE_HSTS_SECONDS = env_int("GREENLIGHT_HSTS_SECONDS", 31_536_000) if GREENLIGHT_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("GREENLIGHT_HSTS_INCLUDE_SUBDOMAINS", True)
+# Preload only asks browsers' preload lists to take the domain if its owner submits it.
+SECURE_HSTS_PRELOAD = env_bool("GREENLIGHT_HSTS_PRELOAD", True)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 
 # --- Greenlight's own knobs -------------------------------------------------------------------
 
 # How fast Greenlight's clock runs against the wall: 1 in production; the lab sets the same
 # factor as its own time scale so that a 20-minute phase limit is 20 lab minutes.
 GREENLIGHT_TIME_SCALE = env_float("GREENLIGHT_TIME_SCALE", 1.0)
-# The URL the in-band agent uses to reach Greenlight.
+# The agent API's base URL as a node sees it: it goes into every boot medium Greenlight makes.
+# https in production, with the CA that signed its certificate baked into the ephemeral image.
 GREENLIGHT_AGENT_URL = env_str("GREENLIGHT_AGENT_URL", "http://127.0.0.1:8000")
+# The base URL BMCs and iPXE fetch per-node boot media from (virtual-media ISOs, iPXE scripts).
+GREENLIGHT_BOOT_MEDIA_URL = env_str("GREENLIGHT_BOOT_MEDIA_URL", GREENLIGHT_AGENT_URL)
+# Where per-node ISOs are built and cached (each holds its node's boot credential).
+GREENLIGHT_BOOT_MEDIA_DIR = Path(env_str("GREENLIGHT_BOOT_MEDIA_DIR", str(VAR_DIR / "boot-media")))
+# Where `python -m bootimage build --out` put the boot images Greenlight serves (/boot/v1/images/).
+GREENLIGHT_BOOT_IMAGE_DIR = Path(env_str("GREENLIGHT_BOOT_IMAGE_DIR", str(VAR_DIR / "boot-images")))
+# Wall seconds between an agent's polls for commands: while its node has an active run, and idle.
+GREENLIGHT_AGENT_POLL_S = env_float("GREENLIGHT_AGENT_POLL_S", 2.0)
+GREENLIGHT_AGENT_IDLE_POLL_S = env_float("GREENLIGHT_AGENT_IDLE_POLL_S", 30.0)
+# The agent API answers only requests that came over TLS (directly, or through a proxy that says
+# so by GREENLIGHT_PROXY_SSL_HEADER): a boot credential and a session token are secrets. The lab's
+# simulated nodes talk plain HTTP on loopback.
+GREENLIGHT_AGENT_REQUIRE_TLS = env_bool("GREENLIGHT_AGENT_REQUIRE_TLS", not GREENLIGHT_LAB_MODE)
 # Nodes of one rack powered on at the same time (spares the PDUs).
 GREENLIGHT_POWER_ON_BATCH = env_int("GREENLIGHT_POWER_ON_BATCH", 4)
 GREENLIGHT_TRANSIENT_BUDGET = env_int("GREENLIGHT_TRANSIENT_BUDGET", 12)
 GREENLIGHT_FAILURE_BUDGET = env_int("GREENLIGHT_FAILURE_BUDGET", 2)
-# The scheduler adapter that drains nodes before a wipe: "lab", "slurm" or "kubernetes".
-GREENLIGHT_SCHEDULER = env_str("GREENLIGHT_SCHEDULER", "lab")
+# The scheduler adapter that drains nodes before a wipe: "slurm" or "kubernetes"; "lab" (whose
+# drain calls nothing) is the default only in lab mode. Unset in production is a check error:
+# a wipe must never follow a drain that did not happen.
+GREENLIGHT_SCHEDULER = env_str("GREENLIGHT_SCHEDULER", "lab" if GREENLIGHT_LAB_MODE else "")
 # Coalescing window for live updates to browsers, in milliseconds: at most one message per socket
 # per window. The page fetches what changed one request at a time however many batches come, so
 # a short window costs the browser nothing and the operator sees a change sooner.

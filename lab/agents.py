@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from agent import boot_args
 from agent.hardware import Hardware, HardwareError, Log
 from agent.runner import Agent
 from provisioning.redfish.tls import default_context
@@ -33,6 +34,7 @@ from .tool_outputs import (
     nccl_all_reduce,
     nvbandwidth_text,
     nvidia_smi_xml,
+    reference_job_text,
     soak_samples,
 )
 from .tool_outputs.node import HGX_BUSES
@@ -189,6 +191,14 @@ class LabHardware(Hardware):
             self.state.drive_data[serial] = f"os:{self.state.os_image_sha256[:12]}"
         log("image written to nvme0n1")
 
+    def set_boot_disk(self, disk: str) -> None:
+        pass  # a lab node has one boot drive (nvme0n1): the OS goes there whatever is named
+
+    async def record_install(self, record: dict[str, Any]) -> None:
+        # The lab's disk keeps the record as a real one would beside the image.
+        self.state.os_image_sha256 = record["image_sha256"]
+        self.state.install_record = dict(record)
+
     async def verify_signature(self, image: Path, signature: str) -> bool:
         return signature.startswith(SIGNING_KEY + ":") and not self.node.faults.has("bad_signature")
 
@@ -207,6 +217,10 @@ class LabHardware(Hardware):
             return 0, nvbandwidth_text(sim, faults)
         if tool == "fio":
             return 0, fio_json(sim, faults)
+        if tool == "reference-job":
+            return 0, reference_job_text(
+                sim, faults, float(params["peak_tflops"]), int(params.get("steps", 20))
+            )
         if tool == "gpu-burn":
             return 0, gpu_burn_text(sim, faults, duration_s=int(params.get("duration_s", 600)))
         if tool == "nccl":
@@ -273,6 +287,22 @@ class LabAgents:
     def _on_power_off(self, node: LabNode) -> None:
         self._loop().call_soon_threadsafe(lambda: asyncio.ensure_future(self._stop(node)))
 
+    async def _credential(self, node: LabNode, environment: str, http: httpx.AsyncClient) -> str:
+        """What the boot hands the agent: the iPXE script's credential for a network boot (as
+        a real node's firmware fetches it by MAC), the install record's for the installed OS."""
+        if environment == "host_os":
+            return str(self.states[node.serial].install_record.get("host_credential", ""))
+        try:
+            answer = await http.get(
+                f"{self.greenlight_url}/boot/v1/ipxe", params={"mac": node.macs[0]}
+            )
+        except httpx.HTTPError as exc:
+            logger.warning("%s: no iPXE script (%s)", node.serial, exc)
+            return ""
+        if answer.status_code != 200:
+            return ""
+        return boot_args.parse(answer.text.replace("\n", " ")).credential
+
     async def _start(self, node: LabNode, environment: str) -> None:
         await self._stop(node)
         address = agent_address(node.index)
@@ -287,8 +317,7 @@ class LabAgents:
             LabHardware(self.hall, node, self.states[node.serial]),
             self.greenlight_url,
             environment=environment,
-            listen_host=address,
-            listen_port=0,
+            credential=await self._credential(node, environment, http),
             checkin_retry_s=max(self.hall.clock.real_seconds(5.0), 0.05),
             http=http,
         )
@@ -303,17 +332,10 @@ class LabAgents:
         await asyncio.sleep(self.hall.clock.real_seconds(30.0))
         if self.agents.get(node.serial) is not agent:
             return
-        await agent.server.stop()
+        agent.pause_polling()
         await asyncio.sleep(self.hall.clock.real_seconds(AGENT_GONE_SECONDS))
-        if self.agents.get(node.serial) is not agent:
-            return
-        agent.server.port = 0
-        await agent.server.start()
         if self.agents.get(node.serial) is agent:  # the node may have rebooted meanwhile
-            try:
-                await agent.heartbeat()
-            except (RuntimeError, httpx.HTTPError):
-                pass  # its boot ended: the next boot's agent checks in afresh
+            agent.resume_polling()
 
     async def _stop(self, node: LabNode) -> None:
         agent = self.agents.pop(node.serial, None)

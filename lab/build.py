@@ -14,6 +14,7 @@ BASE_FIRMWARE = {
     "dell": {"bmc": "7.00.00.00", "bios": "2.19.1"},
     "hpe": {"bmc": "2.70", "bios": "A47 v2.58"},
     "supermicro": {"bmc": "01.02.10", "bios": "2.1"},
+    "dgx": {"bmc": "23.11.21", "bios": "01.01.03"},
 }
 COMMON_FIRMWARE = {
     "hgx": "96.00.6D.00.01",

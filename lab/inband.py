@@ -13,6 +13,7 @@ class InbandState:
     """Disk contents (a token per drive, changed by a real erase) and the installed image."""
 
     os_image_sha256: str = ""
+    install_record: dict = field(default_factory=dict)  # what os_install wrote beside the image
     drive_data: dict[str, str] = field(default_factory=dict)
     erase_count: int = 0
     flashes: dict[str, int] = field(default_factory=dict)

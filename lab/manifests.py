@@ -12,6 +12,7 @@ TARGET_FIRMWARE = {
     "dell": {"bmc": "7.10.30.00", "bios": "2.20.1"},
     "hpe": {"bmc": "2.78", "bios": "A47 v2.62"},
     "supermicro": {"bmc": "01.03.04", "bios": "2.2"},
+    "dgx": {"bmc": "24.09.17", "bios": "01.02.01"},
 }
 TARGET_COMMON = {
     "hgx": "96.00.9F.00.01",
@@ -21,6 +22,10 @@ TARGET_COMMON = {
 }
 BIOS_TARGET = {"SriovGlobalEnable": "Enabled", "ProcVirtualization": "Enabled", "BootMode": "Uefi"}
 OS_IMAGE = "os-ubuntu-24.04-gpu.img"
+# The lab's nodes boot the ephemeral environment by PXE: their firmware fetches the node's iPXE
+# script from Greenlight, which names these.
+EPHEMERAL_KERNEL = "ephemeral-vmlinuz"
+EPHEMERAL_INITRD = "ephemeral-initrd.img"
 
 
 def lab_sku_name(flavour: str) -> str:
@@ -53,9 +58,18 @@ def manifest_yaml(
             "sha256": artifact_sha256(OS_IMAGE),
             "signature": "lab-signing-key-1:ubuntu-24.04-gpu",
         },
+        "ephemeral": {
+            "boot": "pxe",
+            "kernel": _artifact(artifact_url, EPHEMERAL_KERNEL),
+            "initrd": _artifact(artifact_url, EPHEMERAL_INITRD),
+        },
         "acceptance_profile": profile_version,
     }
     return yaml.safe_dump(document, sort_keys=False)
+
+
+def _artifact(artifact_url: str, name: str) -> dict[str, str]:
+    return {"url": f"{artifact_url}/artifacts/{name}", "sha256": artifact_sha256(name)}
 
 
 def profile_yaml(flavour: str, *, soak_hours: float = 72, version: str = "1.0.0") -> str:

@@ -1,60 +1,30 @@
-"""Greenlight talking to a node's agent: send a command, look at it, ping. Never waits long."""
+"""Greenlight's side of the agent channel: queue a command, look at it, judge liveness.
+
+The agent pulls: `send` only queues a row that the agent's next poll takes, and the agent pushes
+the result back. Greenlight never connects to a node, so nothing here has an address to call.
+"""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
-import httpx
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from fleet.models import Node
 from greenlight.prepared_reads import PreparedRead
 
-from .agent_sessions import token_of
 from .choices import AgentEnvironment, CommandStatus
 from .errors import AgentRefused, AgentUnavailable
 from .models import AgentCommand, AgentSession, Run
-from .redfish.tls import default_context
 
-TIMEOUT = httpx.Timeout(5.0, connect=2.0)
+# Polls an agent may miss before it counts as gone (its node rebooted, or the process died).
+MISSED_POLLS = 4
+# Never judge an agent gone sooner than this, however short the poll interval.
+MIN_SILENCE_S = 10.0
 
-# One small client per agent, not one pool for all: httpcore scans every connection of a pool on
-# each request and each close, and with hundreds of agents in one pool that scan was a quarter
-# of a worker's CPU. The least recently used clients are closed past the cap.
-MAX_AGENT_CLIENTS = 2048
-_clients: OrderedDict[str, httpx.Client] = OrderedDict()
-_clients_lock = threading.Lock()
-
-
-def agent_http(url: str) -> httpx.Client:
-    """The process's client for the agent at `url` (shared by threads, kept between steps).
-
-    Building a client per call (TLS context, pool) cost more CPU than the calls themselves, so
-    each agent's client lives on, and all of them share one TLS context.
-    """
-    parts = urlsplit(url)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    with _clients_lock:
-        client = _clients.get(origin)
-        if client is not None:
-            _clients.move_to_end(origin)
-            return client
-        client = httpx.Client(
-            timeout=TIMEOUT,
-            verify=default_context(),
-            limits=httpx.Limits(
-                max_connections=4, max_keepalive_connections=2, keepalive_expiry=30
-            ),
-        )
-        _clients[origin] = client
-        while len(_clients) > MAX_AGENT_CLIENTS:
-            _, oldest = _clients.popitem(last=False)
-            oldest.close()
-        return client
+__all__ = ["AgentRefused", "AgentUnavailable"]
 
 
 def _live_sessions(node_id: int, environment: str | None) -> QuerySet[AgentSession]:
@@ -79,93 +49,61 @@ def live_session(node: Node, environment: str | None = None) -> AgentSession | N
     return prepared.first(node.pk)
 
 
-def _call(
-    session: AgentSession, method: str, path: str, body: dict | None = None
-) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {token_of(session)}"}
-    try:
-        return agent_http(session.agent_url).request(
-            method, session.agent_url + path, json=body, headers=headers
-        )
-    except httpx.TransportError as exc:
-        raise AgentUnavailable(f"agent of {session.node.serial} did not answer: {exc}") from None
+def silence_after(poll_s: float) -> timedelta:
+    """How long after a poll an agent told to come back in `poll_s` counts as gone."""
+    return timedelta(seconds=max(MISSED_POLLS * poll_s, MIN_SILENCE_S))
 
 
-def ping(session: AgentSession) -> dict[str, Any]:
-    """Ask the agent who it is; AgentUnavailable if it does not answer (a read, never a write)."""
-    answer = _call(session, "GET", "/v1/ping")
-    if answer.status_code != 200:
-        raise AgentRefused(f"agent ping answered {answer.status_code}")
-    return answer.json()
-
-
-def inventory(session: AgentSession) -> dict[str, Any]:
-    """The node's in-band inventory, read from the agent (a read: no command is created)."""
-    answer = _call(session, "GET", "/v1/inventory")
-    if answer.status_code != 200:
-        raise AgentRefused(f"agent inventory answered {answer.status_code}")
-    return answer.json()
+def is_polling(session: AgentSession) -> bool:
+    """Whether the session's agent has asked for commands as often as it was told to."""
+    return session.expected_by >= timezone.now()
 
 
 def is_alive(node: Node, environment: str | None = None) -> AgentSession | None:
-    """The live session if its agent answers a ping for the same boot, else None."""
+    """The live session if its agent is still polling, else None."""
     session = live_session(node, environment)
-    if session is None:
+    if session is None or not is_polling(session):
         return None
-    try:
-        answer = ping(session)
-    except (AgentUnavailable, AgentRefused):
-        return None
-    return session if answer.get("boot_id") == session.boot_id else None
+    return session
+
+
+def inventory(session: AgentSession) -> dict[str, Any]:
+    """The node's in-band inventory as its agent last reported it (at check-in, and after each
+    command that can change it); AgentUnavailable if it never reported one."""
+    if not session.inventory:
+        raise AgentUnavailable(f"the agent of {session.node_id} reported no inventory")
+    return session.inventory
 
 
 def send(
     session: AgentSession, run: Run | None, phase: str, kind: str, params: dict[str, Any]
 ) -> AgentCommand:
-    """Create the command row, then hand it to the agent (which answers at once)."""
-    command = AgentCommand.objects.create(
-        node=session.node, run=run, phase=phase, session=session, kind=kind, params=params
+    """Queue a command for the session's agent; its next poll takes it."""
+    return AgentCommand.objects.create(
+        node_id=session.node_id, run=run, phase=phase, session=session, kind=kind, params=params
     )
-    answer = _call(
-        session, "POST", "/v1/commands", {"id": command.pk, "kind": kind, "params": params}
-    )
-    if answer.status_code not in (200, 202):
-        command.status = CommandStatus.FAILED
-        command.output = f"agent refused the command: HTTP {answer.status_code} {answer.text[:300]}"
-        command.finished_at = timezone.now()
-        command.save()
-        raise AgentRefused(command.output)
-    sent_at = timezone.now()
-    queued = AgentCommand.objects.filter(pk=command.pk, status=CommandStatus.QUEUED)
-    if queued.update(status=CommandStatus.SENT, sent_at=sent_at):
-        command.status, command.sent_at = CommandStatus.SENT, sent_at
-    else:
-        command.refresh_from_db()  # the agent's result came in before this write
-    return command
 
 
 def refresh(command: AgentCommand) -> AgentCommand:
-    """One look at a sent command whose result has not arrived: ask the agent directly.
+    """One look at a command whose result has not arrived: it is lost if its agent is gone.
 
-    The agent pushes results; this covers a push that was lost. A command the agent does not
-    know (it restarted, or the node rebooted) is marked lost.
+    A new boot already marked it lost at check-in; an agent that stopped polling (the process
+    died, the node hung) is judged here.
     """
     command.refresh_from_db()
-    if command.status != CommandStatus.SENT or command.session is None:
+    if command.status not in (CommandStatus.QUEUED, CommandStatus.SENT):
         return command
-    answer = _call(command.session, "GET", f"/v1/commands/{command.pk}")
-    if answer.status_code == 404:
-        AgentCommand.objects.filter(pk=command.pk, status=CommandStatus.SENT).update(
-            status=CommandStatus.LOST, finished_at=timezone.now()
-        )
-    elif answer.status_code == 200 and answer.json().get("status") in ("done", "failed"):
-        store_result(command, answer.json())
-    command.refresh_from_db()
+    session = command.session
+    if session is None or session.revoked_at is not None or not is_polling(session):
+        AgentCommand.objects.filter(
+            pk=command.pk, status__in=(CommandStatus.QUEUED, CommandStatus.SENT)
+        ).update(status=CommandStatus.LOST, finished_at=timezone.now())
+        command.refresh_from_db()
     return command
 
 
 def store_result(command: AgentCommand, body: dict[str, Any]) -> bool:
-    """Record a command's result once; False if it already had one."""
+    """Record a command's (validated) result once; False if it already had one."""
     status = CommandStatus.DONE if body.get("status") == "done" else CommandStatus.FAILED
     return bool(
         AgentCommand.objects.filter(
@@ -174,7 +112,7 @@ def store_result(command: AgentCommand, body: dict[str, Any]) -> bool:
             status=status,
             exit_code=body.get("exit_code"),
             result=body.get("result") or {},
-            output=str(body.get("output") or "")[-200_000:],
+            output=str(body.get("output") or ""),
             finished_at=timezone.now(),
         )
     )

@@ -2,7 +2,8 @@
 
 For every auditable phase (firmware, BIOS settings, the OS image, identity) it reads the node's
 current state over Redfish and from the agent's read-only inventory, and reports each component
-as matched or drifted against the node's manifest.
+as matched or drifted against the node's manifest. It also sets what the BMC and the agent show
+of the node's parts beside the stored inventory, part by part.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from fleet.choices import EventKind
 from fleet.events import record as record_event
 from fleet.models import Manifest, Node
 
+from .agent_link import live_session
+from .bmc import bmc_session
 from .errors import classify
+from .inventory import InventoryChange, ObservedPart, compare
 from .models import PhaseRecord, Run
 from .phases.base import PhaseContext
 from .phases.registry import auditable_phases
@@ -28,6 +32,9 @@ class AuditReport:
     manifest: str
     components: list[dict[str, Any]] = field(default_factory=list)
     unreadable: dict[str, str] = field(default_factory=dict)
+    # The parts observed now, and how the stored inventory differs from them (empty: agrees).
+    inventory: list[dict[str, Any]] = field(default_factory=list)
+    inventory_drift: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def drifted(self) -> list[dict[str, Any]]:
@@ -41,6 +48,8 @@ class AuditReport:
             "drifted": len(self.drifted),
             "components": self.components,
             "unreadable": self.unreadable,
+            "inventory": self.inventory,
+            "inventory_drift": self.inventory_drift,
         }
 
 
@@ -64,12 +73,43 @@ def audit_node(node: Node, *, actor=None, manifest: Manifest | None = None) -> A
             ctx.close()
         for drift in drifts:
             report.components.append({"phase": phase.name, **drift.as_dict()})
+    try:
+        parts, change = observe_inventory(node)
+        report.inventory = [p.as_dict() for p in parts]
+        report.inventory_drift = change.describe()
+    except Exception as exc:  # noqa: BLE001
+        report.unreadable["inventory"] = classify(exc).reason
     record_event(
         node,
         EventKind.AUDIT,
         actor=actor,
         actor_label="" if actor else "audit",
-        message=f"drift audit: {len(report.drifted)} drifted of {len(report.components)}",
-        data={"drifted": report.drifted, "unreadable": report.unreadable},
+        message=f"drift audit: {len(report.drifted)} drifted of {len(report.components)}"
+        + inventory_words(report),
+        data={
+            "drifted": report.drifted,
+            "unreadable": report.unreadable,
+            "inventory_drift": report.inventory_drift,
+        },
     )
     return report
+
+
+def inventory_words(report: AuditReport) -> str:
+    """How the stored inventory compares with what was observed, as a clause of a sentence."""
+    if "inventory" in report.unreadable:
+        return "; inventory not read"
+    if not report.inventory_drift:
+        return f"; stored inventory matches the {len(report.inventory)} parts observed"
+    return (
+        f"; stored inventory differs from the observation on {len(report.inventory_drift)} part(s)"
+    )
+
+
+def observe_inventory(node: Node) -> tuple[list[ObservedPart], InventoryChange]:
+    """The parts the BMC and the live agent show now, and how the stored inventory differs."""
+    session = live_session(node)
+    agent_inventory = session.inventory if session is not None and session.inventory else None
+    with bmc_session(node) as bmc:
+        items = bmc.firmware_inventory()
+    return compare(node, items, agent_inventory)

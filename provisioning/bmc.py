@@ -32,13 +32,16 @@ def client_for(node: Node) -> RedfishClient:
         node.bmc_username,
         node.bmc_password,
         fingerprint=node.bmc_cert_fingerprint or None,
+        allow_plain_http=node.bmc_allows_plain_http(),
     )
 
 
 @contextmanager
 def bmc_session(node: Node) -> Iterator[RedfishClient]:
     """An open client for the node's BMC for the length of the block, reused across steps."""
-    if settings.GREENLIGHT_BMC_SESSION_IDLE_S <= 0:
+    # A plain-HTTP BMC is never pooled: each step builds its client afresh, so a withdrawn
+    # plain-HTTP mark takes effect at the next step, not when an idle session expires.
+    if settings.GREENLIGHT_BMC_SESSION_IDLE_S <= 0 or node.bmc_is_plain_http():
         with client_for(node) as client:
             yield client
         return

@@ -7,6 +7,8 @@ class RunKind(models.TextChoices):
     PROVISION = "provision", "Provision"
     REPROVISION = "reprovision", "Re-provision"
     WIPE = "wipe", "Tenant release wipe"
+    # The gates again on the installed OS, without firmware, erase or reimage.
+    REVALIDATE = "revalidate", "Re-validate"
 
 
 class RunStatus(models.TextChoices):
@@ -65,9 +67,14 @@ class CommandStatus(models.TextChoices):
 
 
 class WipeStatus(models.TextChoices):
+    """Where a tenant release stands: it follows its nodes until each is back in service."""
+
     REQUESTED = "requested", "Requested"
+    # Draining, erasing, reimaging, re-validating or awaiting approval: some node is not back yet.
     IN_PROGRESS = "in_progress", "In progress"
-    DONE = "done", "Done"
+    # Every node erased (a passed certificate) and back in service.
+    RETURNED = "returned", "Returned"
+    # A node's erase failed, or its run failed or was aborted: the request names it and why.
     FAILED = "failed", "Failed"
 
 
@@ -97,6 +104,6 @@ CERTIFICATE_RESULT_COLORS = {
 WIPE_STATUS_COLORS = {
     WipeStatus.REQUESTED: "gray",
     WipeStatus.IN_PROGRESS: "blue",
-    WipeStatus.DONE: "green",
+    WipeStatus.RETURNED: "green",
     WipeStatus.FAILED: "red",
 }

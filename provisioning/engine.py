@@ -216,7 +216,12 @@ def finish_phase(run: Run, record: PhaseRecord, outcome: Done | Skipped) -> None
 def wait(run: Run, record: PhaseRecord, ctx: PhaseContext, reason: str, seconds: float) -> None:
     """Record what the phase waits for and schedule the next look; the worker lets go."""
     spent = clock.node_seconds(timezone.now() - record.started_at)
-    text = f"{reason}, {clock.minutes_text(spent)} of {clock.minutes_text(ctx.time_limit())}"
+    # The phase's own clock against its limit, named as such: "of 109 h" beside a soak's
+    # "of 72 h" read as a second, contradictory soak length.
+    text = (
+        f"{reason}; {clock.minutes_text(spent)} in this phase, "
+        f"limit {clock.minutes_text(ctx.time_limit())}"
+    )
     first_time = record.status != PhaseStatus.WAITING or not record.wait_reason.startswith(reason)
     record.status = PhaseStatus.WAITING
     record.wait_reason = text[:300]
@@ -351,9 +356,9 @@ def fail_run(
             message=f"run failed in {record.phase}: {reason}",
             data={"run": run.pk, "status": RunStatus.FAILED, "component": component},
         )
-        from .wipes import run_ended_before_erase  # wipes builds on runs, which builds on this
+        from .wipes import run_ended  # wipes builds on runs, which builds on this
 
-        run_ended_before_erase(run, f"{record.phase} failed: {reason}")
+        run_ended(run)
 
 
 def finish_run(run: Run) -> None:

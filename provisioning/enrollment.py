@@ -11,33 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
 from fleet import events
-from fleet.choices import ComponentKind, EventKind
-from fleet.models import Component, Node, Rack, Sku
+from fleet.choices import EventKind
+from fleet.models import Node, Rack, Sku
 
-from .redfish import FirmwareItem, RedfishClient
+from .inventory import classify, record_oob
+from .redfish import FirmwareItem, RedfishClient, hardware, topology
+from .redfish.client import system_address
 from .redfish.errors import CertificateMismatch, RedfishError
 from .redfish.tls import fetch_fingerprint, normalize_fingerprint
+from .sku_match import Seen, differences, seen_from
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
-
-# Firmware inventory names to component kinds, checked in order: the first keyword found wins,
-# so "BlueField" is a DPU before its letters "uefi" make it a BIOS or "network" a NIC, and an
-# HGX baseboard is not a GPU.
-KIND_KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (ComponentKind.DPU, ("bluefield", "dpu")),
-    (ComponentKind.BMC, ("idrac", "ilo", "bmc", "remote access", "xcc", "manager")),
-    (ComponentKind.BIOS, ("bios", "system rom", "uefi")),
-    (ComponentKind.HGX, ("hgx", "baseboard")),
-    (ComponentKind.NVME, ("nvme", "ssd", "drive")),
-    (ComponentKind.NIC, ("nic", "connectx", "ethernet", "network", "infiniband", "adapter")),
-    (ComponentKind.GPU, ("gpu", "a100", "h100")),
-    (ComponentKind.PSU, ("power supply", "psu")),
-    (ComponentKind.CPU, ("cpu", "processor")),
-)
 
 
 class EnrollmentError(Exception):
@@ -54,15 +41,7 @@ class EnrollmentResult:
     components: int = 0
     unclassified: list[str] = field(default_factory=list)
     unsupported: dict[str, str] = field(default_factory=dict)
-
-
-def classify(item: FirmwareItem) -> str | None:
-    """The component kind a firmware inventory entry belongs to, or None if unknown."""
-    text = f"{item.name} {item.id}".lower()
-    for kind, words in KIND_KEYWORDS:
-        if any(word in text for word in words):
-            return kind
-    return None
+    sku_differences: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -75,10 +54,11 @@ class Observation:
     macs: list[str]
     firmware: list[FirmwareItem]
     unsupported: dict[str, str]
+    hardware: Seen | None = None
 
 
 def observe(client: RedfishClient) -> Observation:
-    """Read identity, MACs and firmware; features the BMC lacks are noted, not fatal."""
+    """Read identity, MACs, firmware and hardware; features the BMC lacks are noted, not fatal."""
     info = client.system_info()
     unsupported: dict[str, str] = {}
     macs: list[str] = []
@@ -91,6 +71,14 @@ def observe(client: RedfishClient) -> Observation:
         firmware = client.firmware_inventory()
     except RedfishError as exc:
         unsupported["firmware_inventory"] = str(exc)
+    seen = None
+    try:
+        parts = hardware.observe(client, firmware)
+        seen = seen_from(parts["gpus"], parts["adapters"], parts["drives"])
+        if seen.notes:
+            unsupported["hardware"] = "; ".join(seen.notes)
+    except RedfishError as exc:
+        unsupported["hardware"] = str(exc)
     serial = info.serial
     if not serial and info.uuid:
         # No serial anywhere (sushy-tools' fake driver): the system UUID is the only stable id.
@@ -98,7 +86,26 @@ def observe(client: RedfishClient) -> Observation:
         unsupported["serial"] = "the BMC reports no serial number; the system UUID stands in"
     if not serial:
         raise EnrollmentError("the BMC reports neither a serial number nor a system UUID")
-    return Observation(serial, info.model, info.manufacturer, macs, firmware, unsupported)
+    return Observation(serial, info.model, info.manufacturer, macs, firmware, unsupported, seen)
+
+
+def _distinct_serial(client: RedfishClient, seen: Observation) -> Observation:
+    """A node's serial on a BMC whose nodes share one (HPE Cray EX235n: both nodes of a blade
+    report the blade's serial): the serial and the system id, so each node stays its own."""
+    mine = client.system_path()
+    others = [
+        str(body.get("SerialNumber") or "").strip()
+        for path, body in client.systems()
+        if path != mine and topology.is_host(body)
+    ]
+    if seen.serial not in others:
+        return seen
+    system_id = mine.rstrip("/").rsplit("/", 1)[-1]
+    seen.unsupported["serial"] = (
+        f"the BMC's nodes share serial {seen.serial}; this one is {seen.serial}:{system_id}"
+    )
+    seen.serial = f"{seen.serial}:{system_id}"
+    return seen
 
 
 def resolve_rack(name: str | None) -> Rack | None:
@@ -136,17 +143,30 @@ def enroll_node(
     actor: AbstractBaseUser | None = None,
     actor_label: str = "",
     timeout: float = 10.0,
+    plain_http_reason: str = "",
+    force: bool = False,
+    reason: str = "",
 ) -> EnrollmentResult:
     """Discover a node through its BMC and create or update it, its parts and its pinned cert.
 
     An https BMC's certificate is pinned now (the one presented, or `fingerprint` if the
     operator gives it and it matches). A node already pinned to another certificate is refused:
-    re-pinning is an explicit act (repin_bmc_certificate).
+    re-pinning is an explicit act (repin_bmc_certificate). Hardware that does not match the SKU
+    (GPU count and model, fabric NICs, DPUs, drives) is refused with what differs, unless
+    `force` is given with a `reason`, which an event records.
     """
+    if force and not reason.strip():
+        raise EnrollmentError("forcing past a SKU mismatch needs a reason (--reason)")
     rack_obj = rack if isinstance(rack, Rack) or rack is None else resolve_rack(rack)
     sku_obj = resolve_sku(sku)
     if position is not None and rack_obj is None:
         raise EnrollmentError("a position needs a rack")
+    plain_http_reason = plain_http_reason.strip()
+    if bmc_url.lower().startswith("http://") and not plain_http_reason:
+        raise EnrollmentError(
+            f"{bmc_url} is plain HTTP, which would send the BMC password unencrypted: use "
+            "https, or give the reason this BMC must be reached over plain HTTP"
+        )
     pin = ""
     if bmc_url.startswith("https://"):
         pin = fetch_fingerprint(bmc_url, timeout=timeout)
@@ -156,9 +176,26 @@ def enroll_node(
                 f"the BMC presented {pin}, not the expected {normalize_fingerprint(fingerprint)}",
             )
     with RedfishClient(
-        bmc_url, username, password, fingerprint=pin or None, timeout=timeout
+        bmc_url,
+        username,
+        password,
+        fingerprint=pin or None,
+        timeout=timeout,
+        allow_plain_http=bool(plain_http_reason),
     ) as client:
+        hosts = client.host_paths()
+        if len(hosts) > 1 and client.system_id is None:
+            # One node per ComputerSystem (HPE Cray EX235n: two nodes, one BMC); each has its
+            # own serial and rack position, so each is enrolled on its own.
+            ids = [path.rstrip("/").rsplit("/", 1)[-1] for path in hosts]
+            addresses = ", ".join(system_address(bmc_url, i) for i in ids)
+            raise EnrollmentError(
+                f"this BMC serves {len(ids)} nodes ({', '.join(ids)}): enroll each by the "
+                f"address of its system: {addresses}"
+            )
         seen = observe(client)
+        if len(hosts) > 1:
+            seen = _distinct_serial(client, seen)
     existing = Node.objects.filter(serial=seen.serial).first()
     if existing and existing.bmc_cert_fingerprint and pin and existing.bmc_cert_fingerprint != pin:
         raise CertificateMismatch(
@@ -168,7 +205,15 @@ def enroll_node(
         )
     if existing is None and sku_obj is None:
         raise EnrollmentError(f"node {seen.serial} is new: give its SKU (--sku)")
-    return _save(
+    sku_for_check = sku_obj or existing.sku
+    mismatch = differences(sku_for_check, seen.hardware) if seen.hardware else []
+    if mismatch and not force:
+        raise EnrollmentError(
+            f"the BMC at {bmc_url} does not match SKU {sku_for_check.name}: "
+            + "; ".join(mismatch)
+            + " (enroll with --force --reason if this is intended)"
+        )
+    result = _save(
         existing,
         seen,
         bmc_url,
@@ -180,14 +225,29 @@ def enroll_node(
         position,
         actor,
         actor_label,
+        plain_http_reason if bmc_url.lower().startswith("http://") else "",
     )
+    if mismatch:
+        events.record(
+            result.node,
+            EventKind.ATTENTION,
+            actor=actor,
+            actor_label=actor_label or ("" if actor else "enroll"),
+            message=f"Enrolled as {sku_for_check.name} despite: {'; '.join(mismatch)}",
+            data={"sku": sku_for_check.name, "differences": mismatch, "reason": reason},
+        )
+    result.sku_differences = mismatch
+    return result
 
 
-def _save(existing, seen, bmc_url, username, password, pin, sku, rack, position, actor, label):
+def _save(
+    existing, seen, bmc_url, username, password, pin, sku, rack, position, actor, label, plain
+):
     node = existing or Node(serial=seen.serial)
     wanted: dict[str, Any] = {
         "bmc_address": bmc_url,
         "bmc_username": username,
+        "bmc_plain_http_reason": plain,
         "mac_addresses": seen.macs,
     }
     if sku is not None:
@@ -213,7 +273,7 @@ def _save(existing, seen, bmc_url, username, password, pin, sku, rack, position,
     who = {"actor": actor, "actor_label": label or ("" if actor else "enroll")}
     with transaction.atomic():
         node.save()
-        count, unclassified = save_firmware_components(node, seen.firmware)
+        count, unclassified = _record_parts(node, seen)
         data = {
             "bmc_address": bmc_url,
             "model": seen.model,
@@ -231,6 +291,8 @@ def _save(existing, seen, bmc_url, username, password, pin, sku, rack, position,
             events.record(
                 node, EventKind.UPDATED, message=f"Re-read from {bmc_url}", data=data, **who
             )
+        if "bmc_plain_http_reason" in changed:
+            events.record_plain_http_mark(node, **who)
         if newly_pinned:
             events.record(
                 node,
@@ -249,32 +311,14 @@ def _save(existing, seen, bmc_url, username, password, pin, sku, rack, position,
     )
 
 
-def save_firmware_components(node: Node, firmware: list[FirmwareItem]) -> tuple[int, list[str]]:
-    """Create or update one Component per classified firmware entry; slots are entry names."""
-    seen_slots: dict[tuple[str, str], int] = {}
-    unclassified = []
-    now = timezone.now()
-    for item in firmware:
-        kind = classify(item)
-        if kind is None:
-            unclassified.append(item.name)
-            continue
-        slot = item.name or item.id
-        seen_slots[(kind, slot)] = seen_slots.get((kind, slot), 0) + 1
-        if seen_slots[(kind, slot)] > 1:
-            slot = f"{slot} #{seen_slots[(kind, slot)]}"
-        Component.objects.update_or_create(
-            node=node,
-            kind=kind,
-            slot=slot[:100],
-            defaults={
-                "model": item.name[:200],
-                "firmware_version": item.version[:100],
-                "updateable": item.updateable,
-                "observed_at": now,
-            },
-        )
-    return sum(seen_slots.values()), unclassified
+def _record_parts(node: Node, seen: Observation) -> tuple[int, list[str]]:
+    """Record the parts the BMC lists; the number listed and the names no kind matched."""
+    unclassified = [item.name for item in seen.firmware if classify(item) is None]
+    if "firmware_inventory" in seen.unsupported:
+        # Nothing was read, which is not "no parts": the stored inventory stays as it was.
+        return 0, unclassified
+    record_oob(node, seen.firmware)
+    return len(seen.firmware) - len(unclassified), unclassified
 
 
 def repin_bmc_certificate(

@@ -34,6 +34,13 @@ class EnrollForm(forms.Form):
     fingerprint = forms.CharField(
         required=False, help_text="Expected SHA-256 fingerprint; empty pins what the BMC presents"
     )
+    plain_http_reason = forms.CharField(
+        label="Plain-HTTP reason",
+        required=False,
+        max_length=300,
+        help_text="Only for an http:// BMC, which is refused without it: why it must be reached "
+        "over plain HTTP (its password then crosses the network unencrypted). Recorded as an event.",
+    )
 
 
 @permission_required("fleet.add_node", raise_exception=True)
@@ -52,6 +59,7 @@ def enroll_view(request: HttpRequest) -> HttpResponse:
                 position=data["position"],
                 fingerprint=data["fingerprint"] or None,
                 actor=request.user,
+                plain_http_reason=data["plain_http_reason"],
             )
         except (EnrollmentError, RedfishError, ValueError) as exc:
             # The error names the URL and reason; it never carries the password.

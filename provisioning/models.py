@@ -125,21 +125,56 @@ class PhaseRecord(models.Model):
         return None
 
 
+class BootCredential(models.Model):
+    """What earns an agent its token: a secret only the boot medium Greenlight made carries.
+
+    An ephemeral credential belongs to one run (every boot of that run's ephemeral medium uses
+    it) and dies with the run; a host-OS credential is what os_install wrote into the install
+    record on the node's boot disk, valid until the next install replaces it. The secret itself
+    is derived from the server's key and this row's nonce, never stored.
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="boot_credentials")
+    run = models.ForeignKey(
+        "Run", on_delete=models.CASCADE, related_name="boot_credentials", null=True, blank=True
+    )
+    environment = models.CharField(max_length=20, choices=AgentEnvironment.choices)
+    secret_hash = models.CharField(max_length=64, unique=True)
+    nonce = models.CharField(max_length=64)
+    # Names the per-node boot medium in URLs (the ISO a BMC fetches): unguessable, not the secret.
+    media_key = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.environment} credential of {self.node_id}"
+
+
 class AgentSession(models.Model):
     """One boot of a node's agent: the token it was issued speaks for this node and boot only."""
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="agent_sessions")
     boot_id = models.CharField(max_length=64)
     environment = models.CharField(max_length=20, choices=AgentEnvironment.choices)
-    agent_url = models.CharField(
-        max_length=200, default="", help_text="Where Greenlight reaches this agent"
+    credential = models.ForeignKey(
+        BootCredential, on_delete=models.SET_NULL, null=True, blank=True, related_name="sessions"
     )
     token_hash = models.CharField(max_length=64, unique=True)
     # The token is derived (HMAC of the server's key, node, boot and this nonce), so it is never
-    # stored: Greenlight re-derives it to call the agent, and keeps only its hash to check it.
+    # stored: Greenlight keeps only its hash to check it.
     nonce = models.CharField(max_length=64, default="")
+    # What the agent last reported of the node (at check-in, and with every result of a command
+    # that can change it): the in-band phases observe the node through this.
+    inventory = models.JSONField(default=dict, blank=True)
+    inventory_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)
+    # Each poll tells the agent when to ask again; an agent not heard from by this time is gone.
+    expected_by = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -196,6 +231,11 @@ class WipeRequest(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # Set with status "failed": the first node (by serial) that did not come back, and why.
+    failed_node = models.ForeignKey(
+        Node, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    failure_reason = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -24,7 +24,14 @@ def gate_names(manifest: Manifest) -> list[str]:
     return [g["gate"] for g in profile.spec.get("gates", [])]
 
 
+# A re-validation checks the node as it stands: it reaches the installed OS and runs the gates.
+REVALIDATE_PHASES = ("preflight", "power_on", "boot_disk", "wait_for_host_os")
+
+
 def plan(manifest: Manifest, kind: str = RunKind.PROVISION) -> list[str]:
     """Every phase record a run of this kind and manifest gets, in order."""
+    gates = [f"gate:{name}" for name in gate_names(manifest)]
+    if kind == RunKind.REVALIDATE:
+        return [*REVALIDATE_PHASES, *gates]
     prelude = [p.name for p in WIPE_PRELUDE] if kind == RunKind.WIPE else []
-    return prelude + list(PHASE_NAMES) + [f"gate:{name}" for name in gate_names(manifest)]
+    return prelude + list(PHASE_NAMES) + gates

@@ -160,9 +160,9 @@ def abort_run(run: Run, *, actor, reason: str) -> Run:
             message=f"aborted run {run.pk}: {reason}",
             data={"run": run.pk, "action": "abort"},
         )
-        from .wipes import run_ended_before_erase  # wipes imports this module
+        from .wipes import run_ended  # wipes imports this module
 
-        run_ended_before_erase(run, f"run aborted: {reason}")
+        run_ended(run)
     return run
 
 

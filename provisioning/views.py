@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from fleet.models import Node
 
 from .models import WipeCertificate, WipeRequest
-from .wipes import WipeRefused, certificate_document, file_wipe
+from .wipes import WipeRefused, certificate_document, file_wipe, refusals_for
 
 can_request = permission_required("provisioning.add_wiperequest", raise_exception=True)
 can_read = permission_required("provisioning.view_wipecertificate", raise_exception=True)
@@ -31,6 +31,8 @@ class WipeRequestForm(forms.Form):
     nodes = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}), help_text="Node serials or hostnames"
     )
+    # Set by the confirmation page: the person has seen the nodes and the tenant named.
+    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def clean_nodes(self) -> list[Node]:
         names = [n for n in re.split(r"[\s,]+", self.cleaned_data["nodes"]) if n]
@@ -52,6 +54,17 @@ def wipe_requests(request: HttpRequest) -> HttpResponse:
     refusals: list[str] = []
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        tenant, allocation = data["tenant"].strip(), data["allocation_ref"].strip()
+        again = WipeRequest.objects.filter(tenant=tenant, allocation_ref=allocation).exists()
+        if not again:
+            # Refused now rather than after the confirmation.
+            refusals = [r for n in data["nodes"] for r in refusals_for(n, tenant, allocation)]
+        if not again and not refusals and not data["confirm"]:
+            # Erasing a tenant's drives is not undone: say which nodes, for whom, and ask again.
+            context = {"form": form, "nodes": data["nodes"], "data": data}
+            return render(request, "provisioning/wipe_confirm.html", context)
+    if request.method == "POST" and form.is_valid() and not refusals:
+        data = form.cleaned_data
         try:
             wipe, created = file_wipe(
                 data["nodes"], data["tenant"], data["allocation_ref"], request.user
@@ -64,7 +77,7 @@ def wipe_requests(request: HttpRequest) -> HttpResponse:
                 request, f"{verb} wipe request {wipe.pk} ({len(data['nodes'])} node(s))."
             )
             return redirect("provisioning:wipes")
-    wipes = WipeRequest.objects.select_related("requested_by").prefetch_related(
+    wipes = WipeRequest.objects.select_related("requested_by", "failed_node").prefetch_related(
         "nodes", "certificates__node"
     )[:100]
     context = {"form": form, "refusals": refusals, "wipes": wipes}

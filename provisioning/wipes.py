@@ -4,6 +4,9 @@ A wipe request moves each node from in service to releasing and starts a wipe ru
 drains the node (phases/drain.py), erases every drive (phases/inband.SecureErase, which calls
 `erase_finished` here), reimages and re-validates it. The certificate is written once, passed or
 failed; only who approved the node back into service is filled in afterwards, once.
+
+The certificate speaks of the erase alone. The request follows its nodes to the end (`settle`):
+returned only when every node is back in service, failed with the node and the reason otherwise.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .choices import (
     CertificateResult,
     EraseTechnique,
     RunKind,
+    RunStatus,
     WipeStatus,
 )
 from .models import Run, WipeCertificate, WipeRequest
@@ -39,6 +43,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 REQUEST_PERM = "provisioning.add_wiperequest"
+# What a certificate proves, in its own words: a passed erase is not a node back in service.
+CERTIFICATE_SCOPE = (
+    "This certificate covers the erase of the drives listed, and only that. Whether the node "
+    "was reimaged, re-validated and returned to service is stated on wipe request {wipe}."
+)
 PASSED = CertificateResult.PASSED
 FAILED = CertificateResult.FAILED
 
@@ -179,39 +188,24 @@ def open_request_for(node: Node) -> WipeRequest | None:
     )
 
 
-def run_ended_before_erase(run: Run, reason: str) -> None:
-    """A wipe run failed or was aborted before its erase was certified: its request failed.
+def run_ended(run: Run) -> None:
+    """A wipe run failed or was aborted: its request follows (failed, naming the node and why:
+    the run's last error).
 
     Without this the tenant's request would say "in progress" forever. A retry of the run
     reopens it (run_reopened).
     """
-    if run.kind != RunKind.WIPE or WipeCertificate.objects.filter(run=run).exists():
+    if run.kind != RunKind.WIPE:
         return
-    node = Node.objects.get(pk=run.node_id)
-    wipe = open_request_for(node)
-    if wipe is None:
-        return
-    if WipeRequest.objects.filter(pk=wipe.pk, status=WipeStatus.IN_PROGRESS).update(
-        status=WipeStatus.FAILED
-    ):
-        record_event(
-            node,
-            EventKind.WIPE,
-            actor_label="engine",
-            message=f"wipe request {wipe.pk} failed before the erase: {reason}",
-            data={"wipe_request": wipe.pk, "run": run.pk, "result": FAILED},
-        )
+    for wipe in unsettled_requests(Node.objects.get(pk=run.node_id)):
+        settle(wipe)
 
 
 def run_reopened(run: Run) -> None:
-    """A failed wipe run retried before its erase: its request is in progress again."""
-    if run.kind != RunKind.WIPE or WipeCertificate.objects.filter(run=run).exists():
-        return
-    wipe = open_request_for(Node.objects.get(pk=run.node_id))
-    if wipe is not None and not wipe.certificates.filter(result=FAILED).exists():
-        WipeRequest.objects.filter(pk=wipe.pk, status=WipeStatus.FAILED).update(
-            status=WipeStatus.IN_PROGRESS
-        )
+    """A failed wipe run retried: its request is in progress again, unless an erase failed."""
+    if run.kind == RunKind.WIPE:
+        for wipe in unsettled_requests(Node.objects.get(pk=run.node_id)):
+            settle(wipe)
 
 
 def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> WipeCertificate:
@@ -279,7 +273,7 @@ def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> W
                 reason="every drive crypto-erased and verified; reimaging from the manifest",
                 data={"certificate": certificate.pk, "run": run.pk},
             )
-        _settle(wipe)
+        settle(wipe)
     return certificate
 
 
@@ -337,16 +331,86 @@ def _instant(text: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _settle(wipe: WipeRequest) -> None:
-    """A request is failed once any certificate failed, done once every node has a passed one."""
-    results = list(wipe.certificates.values_list("result", flat=True))
-    if FAILED in results:
-        status = WipeStatus.FAILED
-    elif len(results) == wipe.nodes.count():
-        status = WipeStatus.DONE
+def unsettled_requests(node: Node) -> list[WipeRequest]:
+    """The wipe requests naming the node whose status may still change."""
+    return list(WipeRequest.objects.filter(nodes=node).exclude(status=WipeStatus.RETURNED))
+
+
+def node_outcome(wipe: WipeRequest, node: Node) -> tuple[str, str]:
+    """Where one node of a request stands: (status, reason); reason only for "failed".
+
+    Failed: its erase failed (for good: data may be on the drive), or its latest run since the
+    request failed or was aborted, or it sits quarantined, failed or decommissioned. Returned:
+    its erase passed and it is in service. In progress otherwise.
+    """
+    certificate = (
+        WipeCertificate.objects.filter(wipe_request=wipe, node=node).order_by("-pk").first()
+    )
+    if certificate is not None and certificate.result == FAILED:
+        drives = ", ".join(d["serial"] for d in certificate.drives if d["result"] != PASSED)
+        return (
+            WipeStatus.FAILED,
+            f"erase failed on {drives or 'no drive'} (certificate {certificate.pk})",
+        )
+    run = (
+        Run.objects.filter(node=node, created_at__gte=wipe.created_at)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if run is not None and run.status in (RunStatus.FAILED, RunStatus.ABORTED):
+        return WipeStatus.FAILED, run.last_error or f"run {run.pk} {run.get_status_display()}"
+    if node.state in (NodeState.QUARANTINED, NodeState.FAILED, NodeState.DECOMMISSIONED):
+        return WipeStatus.FAILED, f"node is {node.get_state_display().lower()}"
+    if certificate is not None and node.state == NodeState.IN_SERVICE:
+        return WipeStatus.RETURNED, ""
+    return WipeStatus.IN_PROGRESS, ""
+
+
+def settle(wipe: WipeRequest) -> WipeRequest:
+    """Set the request's status from its nodes: failed if any node failed (the first by serial
+    is named, with why), returned once every node is back in service, in progress otherwise.
+
+    The request's row is locked while it is judged: its nodes finish on different workers.
+    """
+    with transaction.atomic():
+        locked = WipeRequest.objects.select_for_update().get(pk=wipe.pk)
+        outcomes = [(n, *node_outcome(locked, n)) for n in locked.nodes.order_by("serial")]
+        failed = [(n, reason) for n, status, reason in outcomes if status == WipeStatus.FAILED]
+        if failed:
+            status, (node, reason) = WipeStatus.FAILED, failed[0]
+        elif outcomes and all(status == WipeStatus.RETURNED for _, status, _ in outcomes):
+            status, node, reason = WipeStatus.RETURNED, None, ""
+        else:
+            status, node, reason = WipeStatus.IN_PROGRESS, None, ""
+        current = (locked.status, locked.failed_node_id, locked.failure_reason)
+        if current == (status, node.pk if node else None, reason[:500]):
+            return locked
+        WipeRequest.objects.filter(pk=locked.pk).update(
+            status=status, failed_node=node, failure_reason=reason[:500]
+        )
+        locked.status, locked.failed_node, locked.failure_reason = status, node, reason[:500]
+        if status != current[0] or status == WipeStatus.FAILED:
+            _say(locked, outcomes)
+    return locked
+
+
+def _say(wipe: WipeRequest, outcomes: list[tuple[Node, str, str]]) -> None:
+    """An event on each node of the request when the request's status moves."""
+    label = f"wipe request {wipe.pk} ({wipe.tenant}/{wipe.allocation_ref})"
+    if wipe.status == WipeStatus.FAILED:
+        message = f"{label} failed: node {wipe.failed_node.serial}: {wipe.failure_reason}"
+    elif wipe.status == WipeStatus.RETURNED:
+        message = f"{label} returned: every node erased and back in service"
     else:
-        return
-    WipeRequest.objects.filter(pk=wipe.pk).exclude(status=status).update(status=status)
+        message = f"{label} in progress again"
+    for node, _, _ in outcomes:
+        record_event(
+            node,
+            EventKind.WIPE,
+            actor_label="engine",
+            message=message,
+            data={"wipe_request": wipe.pk, "status": wipe.status},
+        )
 
 
 # -- back into service -------------------------------------------------------------------------
@@ -360,6 +424,8 @@ def returned_to_service(node: Node, approved_by: str) -> WipeCertificate | None:
     yet approved, is touched: `approved_by` is the one column filled after the certificate was
     written, and a conditional UPDATE fills it once.
     """
+    for wipe in unsettled_requests(node):
+        settle(wipe)
     latest = Run.objects.filter(node=node).order_by("-created_at", "-pk").first()
     if latest is None or latest.kind != RunKind.WIPE:
         return None
@@ -410,6 +476,7 @@ def certificate_document(certificate: WipeCertificate) -> dict[str, Any]:
         "certificate": certificate.pk,
         "standard": ERASE_STANDARD,
         "purpose": ERASE_PURPOSE,
+        "scope": CERTIFICATE_SCOPE.format(wipe=wipe.pk),
         "result": certificate.result,
         "node": {
             "serial": node.serial,

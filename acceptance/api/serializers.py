@@ -25,7 +25,8 @@ class GateResultSerializer(serializers.ModelSerializer):
 
     url = serializers.HyperlinkedIdentityField(view_name="api:gateresult-detail")
     display = DisplayField()
-    run = BriefRunSerializer(read_only=True)
+    # Null for a person's upload of a manual tool run (it belongs to no run).
+    run = BriefRunSerializer(read_only=True, allow_null=True)
     node = BriefNodeSerializer(read_only=True)
     gate = ChoiceField(choices=GateName.choices, read_only=True)
     verdict = ChoiceField(choices=Verdict.choices, read_only=True)

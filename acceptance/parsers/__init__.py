@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import dcgm, fio, gpu_burn, nccl, nvbandwidth, nvidia_smi, xid
+from . import (
+    aer,
+    dcgm,
+    fio,
+    gpu_burn,
+    nccl,
+    nvbandwidth,
+    nvidia_smi,
+    perftest,
+    reference_job,
+    sxid,
+    xid,
+)
 from .base import Finding, ParseResult, Severity
 
 PARSERS: dict[str, Callable[[str], ParseResult]] = {
@@ -15,6 +27,10 @@ PARSERS: dict[str, Callable[[str], ParseResult]] = {
     "gpu-burn": gpu_burn.parse,
     "nvidia-smi": nvidia_smi.parse,
     "xid": xid.parse,
+    "sxid": sxid.parse,
+    "aer": aer.parse,
+    "perftest": perftest.parse,
+    "reference-job": reference_job.parse,
 }
 
 __all__ = ["PARSERS", "Finding", "ParseResult", "Severity"]

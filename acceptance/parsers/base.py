@@ -6,6 +6,7 @@ Pure Python on purpose: the agent, the lab and the tests import parsers without 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -80,6 +81,20 @@ def blank_reason(text: str) -> str | None:
     if "\x00" in text:
         return "binary data, not tool output"
     return None
+
+
+# What launchers put before each line of a rank's output: SkyPilot's "(head, rank=0, pid=1) ",
+# Open MPI's --tag-output "[1,0]<stdout>:", Slurm's --label "0: ", test harnesses' "12:00:01 DEBUG| ".
+LAUNCHER_PREFIX = re.compile(
+    r"^(?:\([^()]*\)\s)?"
+    r"(?:\d\d:\d\d:\d\d DEBUG\| (?:\[std(?:out|err)\] )?)?"
+    r"(?:\[\d+,\d+\]<std(?:out|err)>:)?"
+)
+
+
+def strip_launcher(line: str) -> str:
+    """A line of tool output without the prefix an MPI or cluster launcher added to it."""
+    return LAUNCHER_PREFIX.sub("", line, count=1)
 
 
 def load_json_object(text: str) -> tuple[dict | None, str | None]:

@@ -1,4 +1,4 @@
-"""`dcgmi diag -r N -j` JSON, in DCGM 3.x ("DCGM GPU Diagnostic") and 4.x ("DCGM Diagnostic") layouts.
+"""`dcgmi diag -r N -j` JSON (and, through dcgm_text, the plain-text table), in DCGM 3.x ("DCGM GPU Diagnostic") and 4.x ("DCGM Diagnostic") layouts.
 
 3.x nests everything under "DCGM GPU Diagnostic" and names GPUs with "gpu_id"/"gpu_ids"; 4.x keeps
 only test_categories under "DCGM Diagnostic", puts metadata and entity_groups (with serials) at the
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import dcgm_text
 from .base import Finding, ParseResult, Severity, blank_reason, failed, load_json_object
 
 TOOL = "dcgm"
@@ -31,6 +32,8 @@ def parse(text: str) -> ParseResult:
     reason = blank_reason(text)
     if reason:
         return failed(TOOL, reason)
+    if "{" not in text and dcgm_text.looks_like_table(text):
+        return dcgm_text.parse(text)
     data, reason = load_json_object(text)
     if data is None:
         return failed(TOOL, reason or "unreadable")

@@ -1,9 +1,10 @@
-"""`fio --output-format=json`: per job read/write bandwidth (KiB/s), IOPS, latency and errors."""
+"""`fio --output-format=json` (and, through fio_text, its text output): per job read/write bandwidth (KiB/s), IOPS, latency and errors."""
 
 from __future__ import annotations
 
 import re
 
+from . import fio_text
 from .base import Finding, ParseResult, Severity, blank_reason, failed, load_json_object
 
 TOOL = "fio"
@@ -15,6 +16,8 @@ def parse(text: str) -> ParseResult:
     reason = blank_reason(text)
     if reason:
         return failed(TOOL, reason)
+    if "{" not in text[:4000] and fio_text.looks_like_text(text):
+        return _from_text(text)
     data, reason = load_json_object(text)
     if data is None:
         return failed(TOOL, reason or "unreadable")
@@ -34,16 +37,7 @@ def parse(text: str) -> ParseResult:
         device["read_mbps"] += entry["read_mbps"]
         device["write_mbps"] += entry["write_mbps"]
         if entry["error"]:
-            result.findings.append(
-                Finding(
-                    part=entry["device"],
-                    kind="nvme",
-                    message=f"{entry['device']}: fio job {entry['name']} failed with error "
-                    f"{entry['error']} ({_errno_name(entry['error'])})",
-                    severity=Severity.CRITICAL,
-                    code="fio_job_error",
-                )
-            )
+            result.findings.append(_job_error(entry))
     result.metrics = {
         "jobs": per_job,
         "devices": devices,
@@ -54,6 +48,52 @@ def parse(text: str) -> ParseResult:
         },
     }
     return result
+
+
+def _from_text(text: str) -> ParseResult:
+    """fio's text output: the device is the one disk in Disk stats, else the job's name."""
+    read = fio_text.parse(text)
+    if isinstance(read, ParseResult):
+        return read
+    jobs, disks, version = read
+    result = ParseResult(TOOL, version=version)
+    device = disks[0] if len(disks) == 1 else ""
+    devices: dict[str, dict[str, float]] = {}
+    for job in jobs:
+        job["device"] = device or job["name"]
+        job["rw"] = _direction(job)
+        job["bs"] = ""
+        totals = devices.setdefault(job["device"], {"read_mbps": 0.0, "write_mbps": 0.0})
+        totals["read_mbps"] += job["read_mbps"]
+        totals["write_mbps"] += job["write_mbps"]
+        if job["error"]:
+            result.findings.append(_job_error(job))
+    result.metrics = {
+        "jobs": jobs,
+        "devices": devices,
+        "read_mbps": round(sum(j["read_mbps"] for j in jobs), 1),
+        "write_mbps": round(sum(j["write_mbps"] for j in jobs), 1),
+        "disk_util": {},
+    }
+    return result
+
+
+def _direction(job: dict) -> str:
+    """What the judge calls the job: read, write, or rw when it did both."""
+    if job["read_mbps"] and job["write_mbps"]:
+        return "rw"
+    return "write" if job["write_mbps"] else "read"
+
+
+def _job_error(entry: dict) -> Finding:
+    return Finding(
+        part=entry["device"],
+        kind="nvme",
+        message=f"{entry['device']}: fio job {entry['name']} failed with error "
+        f"{entry['error']} ({_errno_name(entry['error'])})",
+        severity=Severity.CRITICAL,
+        code="fio_job_error",
+    )
 
 
 def _job(job: dict) -> dict:

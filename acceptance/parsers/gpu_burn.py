@@ -1,7 +1,8 @@
 """gpu-burn's text output. It exits 0 even when a GPU is faulty, so only its output is judged.
 
 The closing "Tested N GPUs:" block ("GPU 3: FAULTY") is authoritative; the progress lines give
-Gflop/s, error counts and temperatures per GPU.
+Gflop/s, error counts and temperatures per GPU. An "OK" counts only with progress showing that GPU
+did work: gpu-burn prints OK for GPUs whose test never started.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def parse(text: str) -> ParseResult:
         return failed(TOOL, f"truncated: {len(verdicts)} of {tested} GPU verdicts present")
     result = ParseResult(TOOL)
     per_gpu = _last_progress(progress)
+    if verdicts and all(word == "OK" for word in verdicts.values()):
+        idle = [k for k in verdicts if per_gpu.get(k, {}).get("iterations", 0) <= 0]
+        if idle:
+            # gpu-burn says OK for a GPU it never loaded (a test that failed to start, a run
+            # killed before its first report): with no work done there is nothing to pass.
+            return failed(TOOL, f"no evidence of work: GPU {idle[0]} reports OK with no iterations")
     result.metrics = {
         "duration_s": duration,
         "gpus_tested": tested if tested is not None else len(gpus),

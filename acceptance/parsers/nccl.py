@@ -1,70 +1,73 @@
-"""nccl-tests `all_reduce_perf` text: the size table and the "# Avg bus bandwidth" line.
+"""nccl-tests text (`all_reduce_perf` and the other collectives): the size table and the Avg line.
 
 Judging uses the plateau (bus bandwidth at the largest message sizes); the Avg line averages in
-8-byte messages and is kept only as a metric. nccl-tests 2.x dropped or added the "root" column
-between releases, so rows are read by position from the right.
+8-byte messages and is kept only as a metric. Real output comes in several shapes, all read here:
+- each line may carry a launcher's prefix (`mpirun --tag-output`, SkyPilot, a harness logger);
+- older releases print no "#" before the banner and header lines;
+- the row has 11 to 13 cells: collectives without a reduction op (all_gather, alltoall) or
+  without a root (all_reduce) leave those columns out, and some releases leave them blank.
+  Rows are therefore read by position from the right: eight out-of-place and in-place cells.
 """
 
 from __future__ import annotations
 
 import re
 
-from .base import Finding, ParseResult, Severity, blank_reason, failed
+from .base import Finding, ParseResult, Severity, blank_reason, failed, strip_launcher
 
 TOOL = "nccl"
 # How many of the largest sizes make the plateau.
 PLATEAU_ROWS = 3
-VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:.*nccl-library=(\d+))?")
-AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([\d.]+)")
-OUT_OF_BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)")
-HEADER = re.compile(r"#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
-RANK = re.compile(r"#\s*Rank\s+(\d+)\s+.*?on\s+(\S+)\s+device\s+(\d+)")
+VERSION = re.compile(r"^#?\s*nccl-tests version\s+(\S+)")
+COLLECTIVE = re.compile(r"^#?\s*Collective test starting:\s*(\S+)")
+AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([\d.]+)")
+OUT_OF_BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)")
+RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+.*?on\s+(\S+)\s+device\s+(\d+)")
+REDUCTION_OPS = {"sum", "prod", "min", "max", "avg", "none", "premulsum"}
 
 
 def parse(text: str) -> ParseResult:
-    """Parse all_reduce_perf output into per-size rows, plateau and Avg bus bandwidth."""
+    """Parse nccl-tests output into per-size rows, plateau and Avg bus bandwidth."""
     reason = blank_reason(text)
     if reason:
         return failed(TOOL, reason)
     rows: list[dict] = []
-    avg = None
-    oob = None
-    version = None
+    avg = oob = version = collective = None
+    ranks: set[int] = set()
     hosts: list[str] = []
-    ranks = 0
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            if m := VERSION.match(stripped):
-                version = m.group(1)
-            elif m := AVG.match(stripped):
-                avg = float(m.group(1))
-            elif m := OUT_OF_BOUNDS.match(stripped):
-                oob = (int(m.group(1)), m.group(2))
-            elif m := RANK.match(stripped):
-                ranks += 1
-                if m.group(2) not in hosts:
-                    hosts.append(m.group(2))
-            continue
-        row = _row(stripped)
-        if row is not None:
+    for raw in text.splitlines():
+        line = strip_launcher(raw).strip()
+        if m := VERSION.match(line):
+            version = m.group(1)
+        elif m := COLLECTIVE.match(line):
+            collective = m.group(1)
+        elif m := AVG.match(line):
+            avg = float(m.group(1))
+        elif m := OUT_OF_BOUNDS.match(line):
+            oob = (int(m.group(1)), m.group(2))
+        elif m := RANK.match(line):
+            ranks.add(int(m.group(1)))
+            if m.group(2) not in hosts:
+                hosts.append(m.group(2))
+        elif not line.startswith("#") and (row := _row(line)) is not None:
             rows.append(row)
     if not rows:
-        return failed(TOOL, "no all_reduce_perf result rows in the output")
+        return failed(TOOL, "no nccl-tests result rows in the output")
     if avg is None:
-        return failed(TOOL, "truncated: no '# Avg bus bandwidth' line after the table")
+        return failed(TOOL, "truncated: no 'Avg bus bandwidth' line after the table")
     result = ParseResult(TOOL, version=version)
     plateau_rows = sorted(rows, key=lambda r: r["size_bytes"])[-PLATEAU_ROWS:]
     plateau = min(min(r["busbw_oop"], r["busbw_ip"]) for r in plateau_rows)
     wrong = sum(r["wrong"] for r in rows)
     result.metrics = {
+        "collective": collective,
         "rows": rows,
         "plateau_busbw_gbps": plateau,
         "plateau_sizes": [r["size_bytes"] for r in plateau_rows],
         "max_size_bytes": plateau_rows[-1]["size_bytes"],
         "avg_busbw_gbps": avg,
         "wrong": wrong,
-        "ranks": ranks,
+        "ranks": len(ranks),
         "hosts": hosts,
     }
     if wrong or (oob and oob[0] > 0):
@@ -72,7 +75,7 @@ def parse(text: str) -> ParseResult:
             Finding(
                 part="fabric",
                 kind="nic",
-                message=f"fabric: all_reduce returned {wrong or oob[0]} wrong values",
+                message=f"fabric: the collective returned {wrong or oob[0]} wrong values",
                 severity=Severity.CRITICAL,
                 code="nccl_wrong_values",
             )
@@ -81,9 +84,9 @@ def parse(text: str) -> ParseResult:
 
 
 def _row(line: str) -> dict | None:
-    """Read one table row: size count type redop [root] then 4 out-of-place and 4 in-place cells."""
+    """Read one row: size count type [redop] [root], then 4 out-of-place and 4 in-place cells."""
     cells = line.split()
-    if len(cells) not in (12, 13) or not (cells[0].isdigit() and cells[1].isdigit()):
+    if not 11 <= len(cells) <= 13 or not (cells[0].isdigit() and cells[1].isdigit()):
         return None
     tail = cells[-8:]
     try:
@@ -91,11 +94,13 @@ def _row(line: str) -> dict | None:
         ip_time, ip_alg, ip_bus = (float(c) for c in tail[4:7])
     except ValueError:
         return None
+    middle = cells[3:-8]
+    redop = next((c for c in middle if c in REDUCTION_OPS), "")
     return {
         "size_bytes": int(cells[0]),
         "count": int(cells[1]),
         "type": cells[2],
-        "redop": cells[3],
+        "redop": redop,
         "time_us_oop": oop_time,
         "algbw_oop": oop_alg,
         "busbw_oop": oop_bus,
@@ -107,5 +112,11 @@ def _row(line: str) -> dict | None:
 
 
 def _wrong(cell: str) -> int:
-    # "N/A" when the run was started with -c 0 (no validation).
-    return int(cell) if cell.isdigit() else 0
+    # "N/A" when the run was started with -c 0 (no validation); older releases print an error
+    # magnitude such as "0e+00" instead of a count, and any non-zero one means wrong values.
+    if cell.isdigit():
+        return int(cell)
+    try:
+        return 1 if float(cell) > 0 else 0
+    except ValueError:
+        return 0

@@ -48,17 +48,33 @@ def parse(text: str) -> ParseResult:
         elif line and all(c.isdigit() for c in line.split()):
             current["columns"] = line.split()
         elif line and current["columns"] and line.split()[0].isdigit():
+            if len(line.split()) != len(current["columns"]) + 1:
+                current["cut"] = True
+                continue
             _read_row(line.split(), current)
     if not testcases:
         return failed(TOOL, "no nvbandwidth testcase in the output")
+    # Releases before v0.4 printed no SUM lines: a complete matrix is then all there is.
+    sums = any(t["sum"] is not None for t in testcases.values())
+    if not sums:
+        for testcase in testcases.values():
+            if testcase["matrix"] and not testcase["status"] and not testcase.get("cut"):
+                testcase["status"] = "ok"
+                testcase["sum"] = round(_matrix_sum(testcase["matrix"]), 2)
     unfinished = [name for name, t in testcases.items() if not t["status"]]
     if unfinished:
-        return failed(TOOL, f"truncated: testcase {unfinished[-1]} has no SUM line")
+        missing = "has no SUM line" if sums else "has a cut or empty matrix"
+        return failed(TOOL, f"truncated: testcase {unfinished[-1]} {missing}")
     result.metrics = {
+        "layout": "sum" if sums else "no-sum",
         "devices": devices,
         "testcases": {name: _public(t) for name, t in testcases.items()},
     }
     return result
+
+
+def _matrix_sum(matrix: dict[str, dict[str, float | None]]) -> float:
+    return sum(v for row in matrix.values() for v in row.values() if v is not None)
 
 
 def _read_row(cells: list[str], testcase: dict) -> None:

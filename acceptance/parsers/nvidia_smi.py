@@ -1,4 +1,4 @@
-"""`nvidia-smi -q -x` XML: per GPU identity, ECC counters, remapped rows, clock event reasons,
+"""`nvidia-smi -q -x` XML (and, through nvidia_smi_text, the `-q` text report): per GPU identity, ECC counters, remapped rows, clock event reasons,
 temperatures and power.
 
 Driver R535 renamed clocks_throttle_reasons to clocks_event_reasons (and every child element);
@@ -14,6 +14,7 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
+from . import nvidia_smi_text
 from .base import Finding, ParseResult, Severity, blank_reason, failed, to_float
 
 TOOL = "nvidia-smi"
@@ -32,6 +33,11 @@ def parse(text: str) -> ParseResult:
     reason = blank_reason(text)
     if reason:
         return failed(TOOL, reason)
+    if nvidia_smi_text.looks_like_report(text):
+        result = nvidia_smi_text.parse(text)
+        for facts in result.metrics.get("gpus", []):
+            result.findings.extend(_findings(facts))
+        return result
     try:
         root = fromstring(text.strip().encode())
     except (ParseError, DefusedXmlException) as exc:

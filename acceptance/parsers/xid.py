@@ -4,6 +4,12 @@
 
 The PCI bus id names the GPU; given a bus-id map (from nvidia-smi or the inventory) the finding
 says "GPU 3" and its serial instead of the bus id.
+
+Real logs come in every timestamp style (dmesg relative, `dmesg -T` ctime, `dmesg --time-format
+iso`, syslog, journal short-iso, raw /dev/kmsg records), and the driver does not always give an
+Xid number: "GPU at 0000:01:00.0 has fallen off the bus" and its three-line form in newer drivers
+name the dead GPU in words, which is read as XID 79. Xid 45 lines that say "caused by previous
+Xid 149" name the real fault even when the cause's own line scrolled out of the log.
 """
 
 from __future__ import annotations
@@ -19,10 +25,28 @@ XID_LINE = re.compile(
     r"(?P<xid>\d+),(?P<rest>.*)$"
 )
 DMESG_TIME = re.compile(r"^\s*\[\s*(\d+\.\d+)\]")
-# A line is kernel log if it carries a dmesg timestamp, a syslog/journal prefix or "kernel:".
+# The timestamp styles of kernel logs, by name; the first that matches a line is its style.
+TIMESTAMPS = {
+    "relative": re.compile(r"^\s*\[\s*(\d+\.\d+)\]"),
+    "ctime": re.compile(r"^\s*\[(\w{3} \w{3}\s+\d+ \d\d:\d\d:\d\d \d{4})\]"),
+    "iso": re.compile(
+        r"^(?:\w+\s*:\w+\s*: )?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]?\d*[+-]\d\d:?\d\d)"
+    ),
+    "syslog": re.compile(r"^(\w{3}\s+\d+\s+\d\d:\d\d:\d\d)\s"),
+    "kmsg": re.compile(r"^\d+,\d+,(\d+),[^;]*;"),
+}
+# A line is kernel log if it carries one of those timestamps, "kernel:" or the driver's prefix.
 KERNEL_LINE = re.compile(
-    r"^\s*\[\s*\d+\.\d+\]|kernel:|^\w{3}\s+\d+\s+\d\d:\d\d:\d\d|^\d{4}-\d\d-\d\dT"
+    r"^\s*\[\s*\d+\.\d+\]|^\s*\[\w{3} \w{3}|kernel:|^\w{3}\s+\d+\s+\d\d:\d\d:\d\d"
+    r"|^(?:\w+\s*:\w+\s*: )?\d{4}-\d\d-\d\dT|^\d+,\d+,\d+,[^;]*;|^\s*\[\s*T\d+\]"
 )
+# The driver names a GPU it lost in words: "GPU at 0000:01:00.0 has fallen off the bus." on one
+# line, or "The NVIDIA GPU 0000:b3:00.0" ... "fallen off the bus" over three lines (R570+).
+GPU_NAMED = re.compile(
+    r"NVRM: (?:The NVIDIA )?GPU (?:at )?(?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
+)
+FALLEN_OFF = re.compile(r"fallen off the bus", re.IGNORECASE)
+CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
 
 # NVIDIA's XID catalog: events that mean the hardware (GPU, HBM, NVLink, GSP, board) is at fault.
 HARDWARE_XIDS = {
@@ -56,6 +80,7 @@ HARDWARE_XIDS = {
     151: "key rotation error",
     155: "NVLink SW defined error",
 }
+NVLINK_XIDS = range(144, 151)
 # These ask for a GPU reset: one occurrence is cleared by the reset; a recurrence is a fault.
 RESET_XIDS = {
     63: "ECC page retirement or row remapping event (reset to apply)",
@@ -105,17 +130,26 @@ def parse(text: str, bus_ids: dict[str, dict] | None = None) -> ParseResult:
     if reason:
         return failed(TOOL, reason)
     lookup = {_bus_key(k): v for k, v in (bus_ids or {}).items()}
-    events = []
+    events: list[dict] = []
     kernel_lines = 0
+    named_bus = None
     for line in text.splitlines():
         if KERNEL_LINE.search(line) or "NVRM" in line:
             kernel_lines += 1
         if "NVRM: Xid" not in line:
+            if m := GPU_NAMED.search(line):
+                named_bus = m.group(1)
+            if FALLEN_OFF.search(line) and named_bus:
+                events.append(_worded_event(named_bus, line, lookup))
+                named_bus = None
             continue
         m = XID_LINE.search(line)
         if m is None:
             return failed(TOOL, f"unreadable Xid line (truncated?): {line.strip()[:120]}")
-        events.append(_event(m, line, lookup))
+        event = _event(m, line, lookup)
+        if cause := CAUSED_BY.search(event["detail"]):
+            events.append(_cause_event(event, int(cause.group(1))))
+        events.append(event)
     if kernel_lines == 0:
         return failed(TOOL, "no kernel log lines in the input")
     result = ParseResult(TOOL)
@@ -132,10 +166,28 @@ def parse(text: str, bus_ids: dict[str, dict] | None = None) -> ParseResult:
 
 
 def _event(m: re.Match, line: str, lookup: dict[str, dict]) -> dict:
-    bus = m.group("bus").lower()
+    return _make_event(int(m.group("xid")), m.group("bus"), line, m.group("rest").strip(), lookup)
+
+
+def _worded_event(bus: str, line: str, lookup: dict[str, dict]) -> dict:
+    """A GPU the driver says fell off the bus, with no Xid number: the same fault as XID 79."""
+    return _make_event(79, bus, line, "fallen off the bus (reported in words, no Xid)", lookup)
+
+
+def _cause_event(effect: dict, xid: int) -> dict:
+    """The Xid that another Xid names as its cause; its own line may be gone from the log."""
+    cause = dict(effect)
+    cause.update(
+        xid=xid, **{"class": classify(xid)}, detail=f"named as the cause of XID {effect['xid']}"
+    )
+    return cause
+
+
+def _make_event(xid: int, bus: str, line: str, detail: str, lookup: dict[str, dict]) -> dict:
+    bus = _short_bus(bus)
     gpu = lookup.get(_bus_key(bus), {})
     stamp = DMESG_TIME.match(line)
-    xid = int(m.group("xid"))
+    style, when = timestamp(line)
     return {
         "xid": xid,
         "class": classify(xid),
@@ -143,8 +195,23 @@ def _event(m: re.Match, line: str, lookup: dict[str, dict]) -> dict:
         "part": f"GPU {gpu['index']}" if "index" in gpu else f"GPU at PCI {bus}",
         "serial": str(gpu.get("serial") or ""),
         "time_s": float(stamp.group(1)) if stamp else None,
-        "detail": m.group("rest").strip(),
+        "time_style": style,
+        "time": when,
+        "detail": detail,
     }
+
+
+def timestamp(line: str) -> tuple[str, str]:
+    """The style of a kernel log line's timestamp and the timestamp as written ("none", "")."""
+    for style, pattern in TIMESTAMPS.items():
+        if m := pattern.match(line):
+            return style, m.group(1)
+    return "none", ""
+
+
+def _short_bus(bus: str) -> str:
+    """'0000:01:00.0' and '0000:01:00' name the same GPU; keep the driver's Xid form."""
+    return bus.lower().split(".")[0]
 
 
 def _findings(events: list[dict]) -> list[Finding]:
@@ -161,7 +228,9 @@ def _findings(events: list[dict]) -> list[Finding]:
             continue
         reported.add(key)
         what = describe(event["xid"])
-        severity = Severity.CRITICAL
+        # NVLink Xids 144-150 carry the driver's own verdict; a "Nonfatal" one is a warning.
+        nonfatal = event["xid"] in NVLINK_XIDS and "Nonfatal" in event["detail"]
+        severity = Severity.WARNING if nonfatal else Severity.CRITICAL
         findings.append(_finding(event, f"XID {event['xid']} ({what})", severity, f"xid_{kind}"))
     for event in events:
         key = (event["part"], event["xid"])

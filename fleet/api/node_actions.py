@@ -1,13 +1,17 @@
-"""Lifecycle verbs on a node as POST actions: start a run, approve, quarantine, upload output.
+"""Lifecycle verbs on a node as POST actions: start a run, approve, quarantine, upload output,
+and every move of provisioning.moves (retry, abort, skip-phase, break-fix, reprovision,
+revalidate, decommission).
 
 Each one parses, calls the service that checks permissions and acts, and renders; the rules live
-in provisioning.runs, acceptance.decisions and acceptance.uploads, shared with the pages.
+in provisioning.runs, provisioning.moves, acceptance.decisions and acceptance.uploads, shared with
+the pages.
 """
 
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -18,12 +22,20 @@ from acceptance.decisions import DecisionConflict, DecisionRefused, approve, qua
 from acceptance.parsers import PARSERS
 from acceptance.uploads import UploadRefused, upload_output
 from fleet.lifecycle import RUN_STARTABLE_STATES
+from provisioning.moves import MoveRefused, perform
 from provisioning.runs import RunError, start_run, start_runs
 
 
 class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
     override = serializers.BooleanField(required=False, default=False)
+
+
+class MoveSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    phase = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="skip-phase only: the phase"
+    )
 
 
 class UploadSerializer(serializers.Serializer):
@@ -35,6 +47,43 @@ class ActionResultSerializer(serializers.Serializer):
     node = serializers.IntegerField()
     state = serializers.CharField()
     detail = serializers.CharField()
+
+
+class GateUploadResultSerializer(serializers.Serializer):
+    """What an uploaded tool output became: a gate result on the node, outside any run."""
+
+    gate_result = serializers.IntegerField()
+    gate = serializers.CharField()
+    verdict = serializers.CharField()
+    metrics = serializers.DictField()
+    findings = serializers.ListField(child=serializers.DictField())
+    error = serializers.CharField(allow_null=True, help_text="Why the output could not be read")
+
+
+# A refusal (400) is {"detail": why} from the service, or {field: [errors]} from the form.
+REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="Refused: why, or errors by field")
+
+
+class DecisionWinnerSerializer(serializers.Serializer):
+    decision = serializers.CharField(source="kind")
+    actor = serializers.CharField(source="actor.username")
+    reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class DecisionConflictSerializer(serializers.Serializer):
+    """A decision that came second: always 409, with where the node is and who decided first."""
+
+    detail = serializers.CharField()
+    state = serializers.CharField()
+    winner = DecisionWinnerSerializer(allow_null=True)
+
+
+DECISION_RESPONSES = {
+    200: ActionResultSerializer,
+    400: REFUSED,
+    409: DecisionConflictSerializer,
+}
 
 
 def _done(node, detail: str, code: int = status.HTTP_200_OK) -> Response:
@@ -85,12 +134,12 @@ class NodeActionsMixin:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return _done(node, f"run {run.pk} started", status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=ReasonSerializer, responses={200: ActionResultSerializer})
+    @extend_schema(request=ReasonSerializer, responses=DECISION_RESPONSES)
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
     def approve(self, request, pk=None):
         return self._decide(request, approve)
 
-    @extend_schema(request=ReasonSerializer, responses={200: ActionResultSerializer})
+    @extend_schema(request=ReasonSerializer, responses=DECISION_RESPONSES)
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
     def quarantine(self, request, pk=None):
         return self._decide(request, quarantine)
@@ -107,12 +156,15 @@ class NodeActionsMixin:
         except DjangoPermissionDenied as exc:
             raise PermissionDenied(str(exc)) from None
         except DecisionConflict as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+            body = {"detail": str(exc), "state": exc.state, "winner": exc.winner}
+            return Response(DecisionConflictSerializer(body).data, status=status.HTTP_409_CONFLICT)
         except DecisionRefused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return _done(node, f"{decision.kind} recorded")
 
-    @extend_schema(request=UploadSerializer, responses={201: ActionResultSerializer})
+    @extend_schema(
+        request=UploadSerializer, responses={201: GateUploadResultSerializer, 400: REFUSED}
+    )
     @action(
         detail=True,
         methods=["post"],
@@ -140,3 +192,63 @@ class NodeActionsMixin:
             "error": result.metrics.get("error"),
         }
         return Response(body, status=status.HTTP_201_CREATED)
+
+    # -- the moves of provisioning.moves, one verb each ------------------------------------
+
+    def _move(self, request, name: str):
+        node = self.get_object()
+        form = MoveSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            detail = perform(name, node, request.user, **form.validated_data)
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        except MoveRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return _done(node, detail)
+
+    @extend_schema(request=MoveSerializer, responses={200: ActionResultSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def retry(self, request, pk=None):
+        """Resume the node's failed run at the phase that failed."""
+        return self._move(request, "retry")
+
+    @extend_schema(request=MoveSerializer, responses={200: ActionResultSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def abort(self, request, pk=None):
+        """Stop the node's active run (reason required)."""
+        return self._move(request, "abort")
+
+    @extend_schema(request=MoveSerializer, responses={200: ActionResultSerializer})
+    @action(
+        detail=True, methods=["post"], url_path="skip-phase", permission_classes=[IsAuthenticated]
+    )
+    def skip_phase(self, request, pk=None):
+        """Skip a phase of the node's run (fleet admin, reason required; default: the stuck one)."""
+        return self._move(request, "skip")
+
+    @extend_schema(request=MoveSerializer, responses={200: ActionResultSerializer})
+    @action(
+        detail=True, methods=["post"], url_path="break-fix", permission_classes=[IsAuthenticated]
+    )
+    def break_fix(self, request, pk=None):
+        """Release a quarantined node to break/fix (reason required)."""
+        return self._move(request, "break-fix")
+
+    @extend_schema(request=MoveSerializer, responses={202: ActionResultSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def reprovision(self, request, pk=None):
+        """Run every phase again against the published manifest, then the gates."""
+        return self._move(request, "reprovision")
+
+    @extend_schema(request=MoveSerializer, responses={202: ActionResultSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def revalidate(self, request, pk=None):
+        """Run the acceptance gates again on the installed OS, without a reimage."""
+        return self._move(request, "revalidate")
+
+    @extend_schema(request=MoveSerializer, responses={200: ActionResultSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def decommission(self, request, pk=None):
+        """Take the node out of the fleet for good (fleet admin, reason required)."""
+        return self._move(request, "decommission")

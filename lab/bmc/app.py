@@ -96,14 +96,29 @@ class BmcApp:
         self._add("/redfish/v1/SessionService", GET=self._session_service)
         self._add(p.sessions, GET=self._sessions, POST=self._login)
         self._add(p.sessions + "/{id}", GET=self._session, DELETE=self._logout)
-        self._add("/redfish/v1/Systems", GET=self._collection([p.system], "ComputerSystem"))
+        # DGX H100 lists the HGX baseboard before the host: the host is found by what it is.
+        systems = [p.baseboard, p.system] if self.flavour.baseboard else [p.system]
+        managers = [p.hmc, p.manager] if self.flavour.baseboard else [p.manager]
+        self._add("/redfish/v1/Systems", GET=self._collection(systems, "ComputerSystem"))
+        if self.flavour.baseboard:
+            self._add(p.baseboard, GET=lambda req, m: self._doc(r.baseboard(p, self.node)))
+            self._add(p.gpu_processors, GET=self._parts(p.gpu_processors, r.gpus, "Processor"))
+            self._add(p.gpu_processors + "/{id}", GET=self._part(r.gpus))
+            self._add(p.hmc, GET=lambda req, m: self._doc(r.hmc(p, self.node)))
         self._add(p.system, GET=self._system, PATCH=self._patch_system)
         self._add(p.reset, POST=self._reset)
         self._add(p.eth, GET=self._eth_collection)
         self._add(p.eth + "/{id}", GET=self._eth)
         self._add(p.bios, GET=self._bios)
         self._add(p.settings, GET=self._bios_settings, PATCH=self._patch_bios)
-        self._add("/redfish/v1/Managers", GET=self._collection([p.manager], "Manager"))
+        self._add(p.processors, GET=self._parts(p.processors, r.processors, "Processor"))
+        self._add(p.processors + "/{id}", GET=self._part(r.processors))
+        self._add(p.adapters, GET=self._parts(p.adapters, r.network_adapters, "NetworkAdapter"))
+        self._add(p.adapters + "/{id}", GET=self._part(r.network_adapters))
+        self._add(p.storage, GET=self._collection([f"{p.storage}/1"], "Storage"))
+        self._add(p.storage + "/1", GET=lambda req, m: self._doc(r.storage(p, self.node)))
+        self._add(p.drives + "/{id}", GET=self._drive)
+        self._add("/redfish/v1/Managers", GET=self._collection(managers, "Manager"))
         self._add(p.manager, GET=lambda req, m: self._doc(r.manager(p, self.node)))
         self._add("/redfish/v1/Chassis", GET=self._collection([p.chassis], "Chassis"))
         self._add(p.chassis, GET=lambda req, m: self._doc(r.chassis(p, self.node)))
@@ -196,6 +211,33 @@ class BmcApp:
             return self._doc(r.collection(self.paths, path, members, name))
 
         return handler
+
+    def _parts(self, path: str, render, name: str) -> Handler:
+        """A collection of parts the node has (processors, adapters), expanded on request."""
+
+        async def handler(request: web.Request, match: re.Match[str]) -> web.Response:
+            bodies = render(self.paths, self.node)
+            members = [b["@odata.id"] for b in bodies]
+            body = r.collection(self.paths, path, members, name)
+            if self._expands(request):
+                body["Members"] = bodies
+            return self._doc(body)
+
+        return handler
+
+    def _part(self, render) -> Handler:
+        async def handler(request: web.Request, match: re.Match[str]) -> web.Response:
+            for body in render(self.paths, self.node):
+                if body["Id"].lower() == match["id"]:
+                    return self._doc(body)
+            return redfish_error(404, "no such part", "Base.1.8.ResourceMissingAtURI")
+
+        return handler
+
+    async def _drive(self, request, match):
+        if match["id"].isdigit() and int(match["id"]) < len(self.node.drives):
+            return self._doc(r.drive(self.paths, self.node, int(match["id"])))
+        return redfish_error(404, "no such drive", "Base.1.8.ResourceMissingAtURI")
 
     def _gated(self) -> web.Response | None:
         if self.flavour.licence_gated and (

@@ -32,6 +32,16 @@ class Paths:
         self.tasks = f"{ROOT}/TaskService/Tasks"
         self.sessions = f"{ROOT}/SessionService/Sessions"
         self.reset = f"{self.system}/Actions/ComputerSystem.Reset"
+        self.processors = f"{self.system}/Processors"
+        self.storage = f"{self.system}/Storage"
+        self.drives = f"{self.storage}/1/Drives"
+        self.adapters = f"{self.chassis}/NetworkAdapters"
+        self.baseboard = f"{ROOT}/Systems/HGX_Baseboard_0"
+        self.hmc = f"{ROOT}/Managers/HGX_BMC_0"
+        # GPUs sit on the HGX baseboard's system where the BMC serves one (DGX H100).
+        self.gpu_processors = (
+            f"{self.baseboard}/Processors" if flavour.baseboard else self.processors
+        )
 
     def link(self, path: str) -> dict[str, str]:
         return {"@odata.id": self.f.link(path)}
@@ -39,42 +49,93 @@ class Paths:
 
 @dataclass(frozen=True)
 class FirmwareEntry:
-    """One FirmwareInventory member of a lab node."""
+    """One FirmwareInventory member of a lab node; `related` is its RelatedItem path ("")."""
 
     id: str
     component: str
     name: str
     version: str
+    related: str = ""
+    running: bool = True
+
+
+def firmware_id(flavour: Flavour, component: str, index: int | None, version: str) -> str:
+    """A component's inventory id as its vendor spells it.
+
+    Dell iDRAC 9: "Installed-<code>-<version>__<FQDD>"; Supermicro X13 and the HGX tray's HMC
+    (through any host BMC): "BMC", "BIOS", "HGX_FW_BMC_0", "NIC1"; HPE iLO 5: a number.
+    """
+    if component in flavour.inventory_ids:
+        return flavour.inventory_ids[component]
+    if component == "hgx":
+        return "HGX_FW_BMC_0"
+    if flavour.name == "dell":
+        fqdd = {
+            "bmc": "iDRAC.Embedded.1-1",
+            "bios": "BIOS.Setup.1-1",
+            "nic": f"NIC.Slot.{(index or 0) + 1}-1",
+            "dpu": f"NIC.Slot.{(index or 0) + 11}-1",
+            "nvme": f"Disk.Bay.{index}:Enclosure.Internal.0-1",
+        }[component]
+        code = DELL_CODES.get(component, "0")
+        return f"Installed-{code}-{version}__{fqdd}"
+    suffix = "" if index is None else str(index + 1)
+    return {"bmc": "BMC", "bios": "BIOS"}.get(component, f"{component.upper()}{suffix}")
 
 
 def firmware_entries(node: LabNode, flavour: Flavour) -> list[FirmwareEntry]:
     """The node's firmware inventory in the flavour's id scheme."""
-    slots: list[tuple[str, str, int | None]] = [("bmc", "", None), ("bios", "", None)]
-    slots.append(("hgx", "", None))
-    slots += [
-        ("nic", f" {i}", i) for i, _ in enumerate(n for n in node.nics if n["kind"] == "fabric")
+    paths = Paths(flavour)
+    fabric = [n for n in node.nics if n["kind"] == "fabric"]
+    slots: list[tuple[str, int | None, str]] = [
+        ("bmc", None, paths.manager),
+        ("bios", None, paths.bios),
+        ("hgx", None, ""),
     ]
-    slots += [("dpu", f" {i}", i) for i in range(len(node.dpus))]
-    slots += [("nvme", f" {i}", i) for i in range(len(node.drives))]
+    if flavour.lists_device_firmware:
+        slots += [
+            ("nic", i, f"{paths.adapters}/{adapter_id('nic', i)}") for i in range(len(fabric))
+        ]
+        slots += [
+            ("dpu", i, f"{paths.adapters}/{adapter_id('dpu', i)}") for i in range(len(node.dpus))
+        ]
+        slots += [("nvme", i, f"{paths.drives}/{i}") for i in range(len(node.drives))]
     entries = []
-    for number, (component, suffix, index) in enumerate(slots, start=1):
+    for number, (component, index, related) in enumerate(slots, start=1):
         version = node.firmware[component]
-        name = flavour.firmware_names[component] + suffix
-        if flavour.name == "dell":
-            code = DELL_CODES.get(component, "104" + component.upper())
-            entry_id = f"Installed-{code}{'' if index is None else f'.{index}'}-{version}"
-        elif flavour.name == "hpe":
+        if component == "bios":
+            version = flavour.bios_inventory_version.format(v=version)
+        name = flavour.firmware_names[component] + ("" if index is None else f" {index}")
+        if flavour.name == "hpe":
             entry_id = str(number)
         else:
-            entry_id = component.upper() + ("" if index is None else str(index))
-        entries.append(FirmwareEntry(entry_id, component, name, version))
-    if flavour.name == "dell" and "bmc" in node.firmware_previous:
-        # iDRAC keeps the rollback image listed beside the installed one.
-        old = node.firmware_previous["bmc"]
-        entries.append(
-            FirmwareEntry(f"Previous-25227-{old}", "bmc", flavour.firmware_names["bmc"], old)
-        )
+            entry_id = firmware_id(flavour, component, index, version)
+        entries.append(FirmwareEntry(entry_id, component, name, version, related))
+    for component, old in node.firmware_previous.items():
+        # iDRAC keeps the rollback image listed beside the installed one ("Previous-").
+        if flavour.name == "dell" and component == "bmc":
+            entry_id = "Previous-" + firmware_id(flavour, "bmc", None, old).split("-", 1)[1]
+            entries.append(FirmwareEntry(entry_id, "", flavour.firmware_names["bmc"], old,
+                                         paths.manager, running=False))  # fmt: skip
+    if flavour.name == "supermicro":
+        # X13 lists a backup copy of BMC and BIOS: the version before the last update, else
+        # "Not Present" (as in the capture); the id alone says it does not run.
+        for component, related in (("bmc", paths.manager), ("bios", paths.bios)):
+            old = node.firmware_previous.get(component)
+            if old and component == "bios":
+                old = flavour.bios_inventory_version.format(v=old)
+            entries.append(FirmwareEntry(f"Backup_{component.upper()}", "",
+                                         f"{component.upper()} Backup", old or "Not Present",
+                                         related, running=False))  # fmt: skip
+    for entry_id, name, version, *related in flavour.extra_firmware:
+        link = {"manager": paths.manager, "bios": paths.bios}.get(related[0] if related else "", "")
+        entries.append(FirmwareEntry(entry_id, "", name, version, link))
     return entries
+
+
+def adapter_id(component: str, index: int) -> str:
+    """A network adapter's id: fabric NICs first, then DPUs."""
+    return f"{'NIC' if component == 'nic' else 'DPU'}.Slot.{index + 1}"
 
 
 def service_root(paths: Paths, node: LabNode) -> dict[str, Any]:
@@ -126,6 +187,9 @@ def system(paths: Paths, node: LabNode) -> dict[str, Any]:
         },
         "Bios": paths.link(paths.bios),
         "EthernetInterfaces": paths.link(paths.eth),
+        "Processors": paths.link(paths.processors),
+        "Storage": paths.link(paths.storage),
+        "SystemType": "Physical",
         "Links": {
             "ManagedBy": [paths.link(paths.manager)],
             "Chassis": [paths.link(paths.chassis)],
@@ -149,7 +213,8 @@ def manager(paths: Paths, node: LabNode) -> dict[str, Any]:
         "ManagerType": "BMC",
         "Model": paths.f.manager_model,
         "FirmwareVersion": node.firmware["bmc"],
-        "Links": {"ManagerForServers": [paths.link(paths.system)]},
+        # The DGX H100 host BMC names no server it manages; the host names it (ManagedBy).
+        "Links": {} if paths.f.baseboard else {"ManagerForServers": [paths.link(paths.system)]},
     }
 
 
@@ -163,6 +228,7 @@ def chassis(paths: Paths, node: LabNode) -> dict[str, Any]:
         "Manufacturer": node.manufacturer,
         "Model": node.model,
         "SerialNumber": node.serial,
+        "NetworkAdapters": paths.link(paths.adapters),
         "Links": {"ComputerSystems": [paths.link(paths.system)]},
     }
 
@@ -232,13 +298,144 @@ def update_service(paths: Paths) -> dict[str, Any]:
 
 
 def firmware_item(paths: Paths, entry: FirmwareEntry) -> dict[str, Any]:
-    return {
+    body: dict[str, Any] = {
         "@odata.id": paths.f.link(f"{paths.inventory}/{entry.id}"),
         "@odata.type": "#SoftwareInventory.v1_10_0.SoftwareInventory",
         "Id": entry.id,
         "Name": entry.name,
         "Version": entry.version,
-        "Updateable": not entry.id.startswith("Previous-"),
+        "Updateable": entry.running,
+        # Supermicro X13 lists its backup copies as Enabled too: only the id says they do not run.
+        "Status": {"State": "Enabled" if entry.running or paths.f.name == "supermicro"
+                   else "StandbySpare", "Health": "OK"},
+    }  # fmt: skip
+    if entry.related:
+        body["RelatedItem"] = [paths.link(entry.related)]
+    return body
+
+
+# What the lab's parts are, as the vendors' BMCs describe them (Supermicro X13 capture's
+# ConnectX-7 part number; NVIDIA GB200 capture's BlueField-3 part number).
+NIC_MODEL = ("ConnectX-7", "MCX75310AAS-NEAT")
+DPU_MODEL = ("BlueField-3 DPU", "900-9D3B6-00CN-AB0")
+
+
+def processors(paths: Paths, node: LabNode) -> list[dict[str, Any]]:
+    """The host's Processors: two CPUs, and the GPUs unless they sit on a baseboard system."""
+    out = cpus(paths)
+    if not paths.f.baseboard:
+        out += gpus(paths, node)
+    return out
+
+
+def gpus(paths: Paths, node: LabNode) -> list[dict[str, Any]]:
+    """The node's GPUs, each a Processor with ProcessorType GPU."""
+    return [
+        {
+            "@odata.id": paths.f.link(f"{paths.gpu_processors}/GPU{gpu['index']}"),
+            "@odata.type": "#Processor.v1_18_0.Processor",
+            "Id": f"GPU{gpu['index']}",
+            "Name": f"GPU {gpu['index']}",
+            "ProcessorType": "GPU",
+            "Manufacturer": "NVIDIA",
+            "Model": gpu["model"],
+            "SerialNumber": gpu["serial"],
+            "FirmwareVersion": node.firmware["hgx"],
+            "Status": {"State": "Enabled", "Health": "OK"},
+        }
+        for gpu in node.gpus
+    ]
+
+
+def cpus(paths: Paths) -> list[dict[str, Any]]:
+    out = [
+        {
+            "@odata.id": paths.f.link(f"{paths.processors}/CPU{i}"),
+            "@odata.type": "#Processor.v1_18_0.Processor",
+            "Id": f"CPU{i}",
+            "Name": f"CPU {i}",
+            "ProcessorType": "CPU",
+            "Model": "Intel Xeon Platinum 8480+",
+            "Status": {"State": "Enabled", "Health": "OK"},
+        }
+        for i in range(2)
+    ]
+    return out
+
+
+def baseboard(paths: Paths, node: LabNode) -> dict[str, Any]:
+    """The HGX baseboard as its HMC serves it: a Physical system that boots nothing."""
+    return {
+        "@odata.id": paths.f.link(paths.baseboard),
+        "@odata.type": "#ComputerSystem.v1_17_0.ComputerSystem",
+        "Id": "HGX_Baseboard_0",
+        "Name": "HGX_Baseboard_0",
+        "Manufacturer": "NVIDIA",
+        "SystemType": "Physical",
+        "PowerState": node.power,
+        "Processors": paths.link(paths.gpu_processors),
+        "Links": {"ManagedBy": [paths.link(paths.hmc)]},
+        "Status": {"State": "Enabled", "Health": "OK"},
+    }
+
+
+def hmc(paths: Paths, node: LabNode) -> dict[str, Any]:
+    """The HGX tray's management controller, manager of the baseboard only."""
+    return {
+        "@odata.id": paths.f.link(paths.hmc),
+        "@odata.type": "#Manager.v1_15_0.Manager",
+        "Id": "HGX_BMC_0",
+        "Name": "HGX_BMC_0",
+        "ManagerType": "BMC",
+        "FirmwareVersion": node.firmware["hgx"],
+        "Links": {"ManagerForServers": [paths.link(paths.baseboard)]},
+    }
+
+
+def network_adapters(paths: Paths, node: LabNode) -> list[dict[str, Any]]:
+    """The fabric NICs and DPUs as NetworkAdapters of the chassis."""
+    fabric = [n for n in node.nics if n["kind"] == "fabric"]
+    parts = [("nic", i, n["serial"], NIC_MODEL) for i, n in enumerate(fabric)]
+    parts += [("dpu", i, d["serial"], DPU_MODEL) for i, d in enumerate(node.dpus)]
+    return [
+        {
+            "@odata.id": paths.f.link(f"{paths.adapters}/{adapter_id(kind, i)}"),
+            "@odata.type": "#NetworkAdapter.v1_9_0.NetworkAdapter",
+            "Id": adapter_id(kind, i),
+            "Name": "Network Adapter",
+            "Manufacturer": "NVIDIA",
+            "Model": model,
+            "PartNumber": part_number,
+            "SerialNumber": serial,
+            "Status": {"State": "Enabled", "Health": "OK"},
+        }
+        for kind, i, serial, (model, part_number) in parts
+    ]
+
+
+def storage(paths: Paths, node: LabNode) -> dict[str, Any]:
+    """The one storage subsystem, linking the node's NVMe drives."""
+    return {
+        "@odata.id": paths.f.link(f"{paths.storage}/1"),
+        "@odata.type": "#Storage.v1_15_0.Storage",
+        "Id": "1",
+        "Name": "NVMe Storage",
+        "Drives": [paths.link(f"{paths.drives}/{i}") for i in range(len(node.drives))],
+    }
+
+
+def drive(paths: Paths, node: LabNode, index: int) -> dict[str, Any]:
+    part = node.drives[index]
+    return {
+        "@odata.id": paths.f.link(f"{paths.drives}/{index}"),
+        "@odata.type": "#Drive.v1_17_0.Drive",
+        "Id": str(index),
+        "Name": f"NVMe drive {index}",
+        "Model": part["model"],
+        "SerialNumber": part["serial"],
+        "Protocol": "NVMe",
+        "MediaType": "SSD",
+        "Revision": node.firmware["nvme"],
         "Status": {"State": "Enabled", "Health": "OK"},
     }
 

@@ -338,7 +338,7 @@ def soak_samples(
         gpus = []
         for i in range(node.gpu_count):
             if i in lost_at and t >= lost_at[i]:
-                gpus.append({"gpu": i, "lost": True})
+                gpus.append({"gpu": i, "bus_id": node.gpu_bus_ids[i], "lost": True})
                 continue
             reasons = ["sw_power_cap"]
             temp = rng.randint(63, 72)
@@ -349,6 +349,7 @@ def soak_samples(
             gpus.append(
                 {
                     "gpu": i,
+                    "bus_id": node.gpu_bus_ids[i],
                     "temp_c": temp,
                     "power_w": round(rng.uniform(655, 699), 1),
                     "sm_clock_mhz": clock,

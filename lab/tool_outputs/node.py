@@ -15,7 +15,7 @@ FAULT_NAMES = {
     "nvme_errors": "fio job on the drive fails with EIO at a fraction of the SLA",
     "nvswitch_topology": "nvbandwidth shows low GPU-to-GPU bandwidth for a GPU or a whole switch",
     "ecc_uncorrectable": "uncorrectable ECC and a pending row remap; DCGM's row-remap check fails",
-    "thermal_throttle": "HW thermal slowdown and high temperature under load",
+    "thermal_throttle": "HW thermal slowdown, high temperature and low reference-job MFU under load",
     "row_remap_event": "XID 63 on a GPU (count=1: reset required; count>1: recurrence)",
 }
 

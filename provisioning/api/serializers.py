@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from fleet.api.serializers import BriefManifestSerializer, BriefNodeSerializer
+from fleet.models import Node
 from greenlight.api.fields import ChoiceField, DisplayField
 from greenlight.api.serializers import BriefSerializer, BriefUserSerializer
 
@@ -19,6 +23,7 @@ from ..choices import (
     WipeStatus,
 )
 from ..models import PhaseRecord, Run, WipeCertificate, WipeRequest
+from ..wipes import CERTIFICATE_SCOPE
 
 
 class BriefRunSerializer(BriefSerializer):
@@ -105,6 +110,8 @@ class WipeCertificateSerializer(serializers.ModelSerializer):
     run = BriefRunSerializer(read_only=True, allow_null=True)
     result = ChoiceField(choices=CertificateResult.choices, read_only=True)
     standard = serializers.SerializerMethodField()
+    # The certificate covers the erase alone: whether the node came back is on its request.
+    scope = serializers.SerializerMethodField()
     tenant = serializers.CharField(source="wipe_request.tenant", read_only=True)
     allocation_ref = serializers.CharField(source="wipe_request.allocation_ref", read_only=True)
 
@@ -120,6 +127,7 @@ class WipeCertificateSerializer(serializers.ModelSerializer):
             "run",
             "result",
             "standard",
+            "scope",
             "drives",
             "requested_by",
             "approved_by",
@@ -132,12 +140,17 @@ class WipeCertificateSerializer(serializers.ModelSerializer):
     def get_standard(self, obj: WipeCertificate) -> str:
         return f"{ERASE_STANDARD}: {ERASE_PURPOSE}"
 
+    def get_scope(self, obj: WipeCertificate) -> str:
+        return CERTIFICATE_SCOPE.format(wipe=obj.wipe_request_id)
+
 
 class WipeRequestSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:wiperequest-detail")
     display = DisplayField()
     nodes = BriefNodeSerializer(many=True, read_only=True)
     status = ChoiceField(choices=WipeStatus.choices, read_only=True)
+    # Set when status is "failed": the node that did not come back; failure_reason says why.
+    failed_node = BriefNodeSerializer(read_only=True, allow_null=True)
     requested_by = BriefUserSerializer(read_only=True, allow_null=True)
     certificates = serializers.HyperlinkedRelatedField(
         many=True, read_only=True, view_name="api:wipecertificate-detail"
@@ -153,6 +166,8 @@ class WipeRequestSerializer(serializers.ModelSerializer):
             "allocation_ref",
             "nodes",
             "status",
+            "failed_node",
+            "failure_reason",
             "requested_by",
             "created_at",
             "certificates",
@@ -160,24 +175,35 @@ class WipeRequestSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+@dataclass(frozen=True)
+class NodeRef:
+    """A node as the caller named it: `lookup` finds it (None: nothing can match), `label` says it."""
+
+    lookup: dict[str, Any] | None
+    label: str
+
+
+# Ids are 64-bit keys: a larger number names no node (and must not reach the database).
+MAX_NODE_ID = 2**63 - 1
+
+
 @extend_schema_field(
     {"oneOf": [{"type": "integer"}, {"type": "string"}], "description": "node id or serial"}
 )
 class NodeRefField(serializers.Field):
-    """A node named by its id (a JSON number, or {"id": n}) or by its serial (a string)."""
+    """A node named by its id (a JSON number, or {"id": n}) or by its serial (a string).
 
-    def to_internal_value(self, data):
-        from fleet.models import Node
+    Only parsed here: WipeRequestCreateSerializer looks it up among the nodes the caller may name.
+    """
 
+    def to_internal_value(self, data) -> NodeRef:
         if isinstance(data, dict):
             data = data.get("id", data.get("serial"))
         if isinstance(data, bool) or not isinstance(data, int | str) or data == "":
             raise serializers.ValidationError("Expected a node id (number) or serial (string).")
-        lookup = {"pk": data} if isinstance(data, int) else {"serial": data.strip()}
-        node = Node.objects.filter(**lookup).first()
-        if node is None:
-            raise serializers.ValidationError(f"No node {data}.")
-        return node
+        if isinstance(data, int):
+            return NodeRef({"pk": data} if 0 < data <= MAX_NODE_ID else None, str(data))
+        return NodeRef({"serial": data.strip()}, data.strip())
 
     def to_representation(self, value):
         return value.pk
@@ -189,3 +215,22 @@ class WipeRequestCreateSerializer(serializers.Serializer):
     tenant = serializers.CharField(max_length=100)
     allocation_ref = serializers.CharField(max_length=100)
     nodes = serializers.ListField(child=NodeRefField(), allow_empty=False, max_length=10000)
+
+    def validate(self, attrs: dict) -> dict:
+        request = self.context.get("request")
+        candidates = Node.objects.all()
+        if request is None or not request.user.has_perm("fleet.view_node"):
+            # A caller who may not see the fleet (the tenant platform) names only the tenant's own
+            # nodes: another's is "No node", the same as one that does not exist, so no serial,
+            # state or tenancy of it leaks, and walking the ids learns nothing.
+            candidates = candidates.filter(tenant=attrs["tenant"].strip())
+        nodes, errors = [], {}
+        for index, ref in enumerate(attrs["nodes"]):
+            node = candidates.filter(**ref.lookup).first() if ref.lookup else None
+            if node is None:
+                errors[index] = [f"No node {ref.label}."]
+            else:
+                nodes.append(node)
+        if errors:
+            raise serializers.ValidationError({"nodes": errors})
+        return {**attrs, "nodes": nodes}

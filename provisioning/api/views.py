@@ -36,7 +36,7 @@ def sees_only_own_wipes(user) -> bool:
 class WipeRequestViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Tenant releases. POST files one (201), or answers 200 with the same request filed before."""
 
-    queryset = WipeRequest.objects.select_related("requested_by").prefetch_related(
+    queryset = WipeRequest.objects.select_related("requested_by", "failed_node").prefetch_related(
         "nodes", "certificates"
     )
     serializer_class = s.WipeRequestSerializer
@@ -55,7 +55,9 @@ class WipeRequestViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet)
         responses={201: s.WipeRequestSerializer, 200: s.WipeRequestSerializer},
     )
     def create(self, request, *args, **kwargs):
-        form = s.WipeRequestCreateSerializer(data=request.data)
+        form = s.WipeRequestCreateSerializer(
+            data=request.data, context=self.get_serializer_context()
+        )
         form.is_valid(raise_exception=True)
         try:
             wipe, created = file_wipe(

@@ -28,7 +28,7 @@ class PhaseInfo:
 PHASES: tuple[PhaseInfo, ...] = (
     PhaseInfo("preflight", "Preflight: BMC, MACs, serial", Band.OOB, False, 600),
     PhaseInfo("power_on", "Power on (staggered)", Band.OOB, False, 1200),
-    PhaseInfo("boot_once_pxe", "Boot once from PXE", Band.OOB, False, 600),
+    PhaseInfo("boot_ephemeral", "Boot the ephemeral environment", Band.OOB, False, 600),
     PhaseInfo("wait_for_agent", "Wait for agent check-in", Band.IN, True, 1200),
     PhaseInfo("bmc_firmware", "BMC firmware", Band.OOB, True, 2400),
     PhaseInfo("bios_firmware", "BIOS firmware", Band.OOB, True, 2400),

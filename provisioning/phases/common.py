@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from .. import boot_path
 from ..agent_link import EPHEMERAL, is_alive, live_session
 from ..models import AgentSession
 from ..outcomes import Outcome, Wait
-from ..redfish import PowerAction, PowerState, RedfishError
+from ..redfish import PowerAction, PowerState, RedfishError, quirks
 from ..redfish.errors import BmcUnreachable
 from .base import PhaseContext
 
@@ -13,11 +14,20 @@ from .base import PhaseContext
 BOOT_LOOK_S = 120.0
 
 
-def reboot_into(ctx: PhaseContext, target: str, next_stage: str) -> Outcome:
-    """Boot the node once into `target` (Pxe or Hdd) and move to `next_stage` to await it."""
+def reboot_into(
+    ctx: PhaseContext, target: str, next_stage: str, *, http_boot_uri: str = ""
+) -> Outcome:
+    """Boot the node once into `target` (a Redfish boot override target) and move to
+    `next_stage` to await it. The override is read back before the reset."""
     bmc = ctx.bmc()
     session = live_session(ctx.node)
-    bmc.set_boot_override(target, once=True)
+    bmc.set_boot_override(target, once=True, http_boot_uri=http_boot_uri)
+    override = bmc.boot_override()
+    if override.target != target or override.enabled not in quirks.ONCE_READS_BACK:
+        raise RedfishError(
+            bmc.transport.absolute(bmc.system_path()),
+            f"boot override reads back {override.target} ({override.enabled}), not {target} once",
+        )
     power = bmc.power_state()
     action = PowerAction.ON if power == PowerState.OFF else PowerAction.RESTART
     # The stage is saved before the reset: a worker dying right after it must not reset twice.
@@ -31,8 +41,14 @@ def reboot_into(ctx: PhaseContext, target: str, next_stage: str) -> Outcome:
             # waiting for a new boot would only wait out the phase's time limit.
             ctx.set_stage(before)
         raise
-    where = "the ephemeral environment" if target == "Pxe" else "the installed OS"
+    where = "the installed OS" if target == "Hdd" else "the ephemeral environment"
     return Wait(BOOT_LOOK_S, f"rebooting into {where}")
+
+
+def boot_ephemeral(ctx: PhaseContext, next_stage: str) -> Outcome:
+    """Reboot into the ephemeral environment by the manifest's boot method."""
+    prepared = boot_path.prepare(ctx.bmc(), ctx.run, ctx.manifest)
+    return reboot_into(ctx, prepared.target, next_stage, http_boot_uri=prepared.http_boot_uri)
 
 
 def new_boot(ctx: PhaseContext, environment: str | None = None) -> AgentSession | None:
@@ -60,4 +76,4 @@ def ensure_ephemeral(ctx: PhaseContext, resume_stage: str) -> Outcome | None:
     """
     if is_alive(ctx.node, EPHEMERAL):
         return None
-    return reboot_into(ctx, "Pxe", resume_stage)
+    return boot_ephemeral(ctx, resume_stage)

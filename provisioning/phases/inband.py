@@ -11,12 +11,13 @@ from fleet.models import Node
 
 from .. import agent_link
 from ..agent_link import EPHEMERAL, HOST_OS, is_alive, live_session
+from ..boot_credentials import HOST_CREDENTIAL_ID, mint_host_credential
 from ..choices import CertificateResult, CommandStatus, RunKind
 from ..inventory import record_inband
 from ..models import AgentCommand
 from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
 from .base import Drift, Phase, PhaseContext
-from .common import awaiting_boot, ensure_ephemeral, reboot_into
+from .common import awaiting_boot, boot_ephemeral, ensure_ephemeral
 
 # A safety net: the agent pushes its result, which nudges the run at once.
 COMMAND_LOOK_S = 300.0
@@ -54,7 +55,8 @@ def command_outcome(ctx: PhaseContext) -> AgentCommand | Outcome:
         return Failure("the phase lost track of its agent command")
     if not ctx.record.command_read_with_record:
         command.refresh_from_db()
-    if command.status == CommandStatus.SENT and ctx.stage_elapsed() > SILENCE_S:
+    waiting = (CommandStatus.QUEUED, CommandStatus.SENT)
+    if command.status in waiting and ctx.stage_elapsed() > SILENCE_S:
         command = agent_link.refresh(command)
     if command.status in (CommandStatus.QUEUED, CommandStatus.SENT):
         return Wait(COMMAND_LOOK_S, f"agent running {command.kind}")
@@ -77,7 +79,7 @@ class WaitForAgent(Phase):
         was_up = session.created_at < ctx.run.created_at
         changed = record_inband(ctx.node, agent_link.inventory(session))
         compared = {"agent": f"{session.environment}, boot {session.boot_id[:8]}"}
-        compared["inventory_rows_changed"] = changed
+        compared["inventory_rows_changed"] = len(changed)
         return Skipped(compared) if was_up else Done(compared=compared)
 
 
@@ -155,11 +157,19 @@ class InbandFirmware(Phase):
                 "from the node"
             )
         if result.get("needs_reset"):
-            return reboot_into(ctx, "Pxe", "rebooting")
+            return boot_ephemeral(ctx, "rebooting")
         return self.verify(ctx, self.target(ctx))
 
     def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
-        behind = [d for d in self.diff(ctx, self.observe(ctx)) if not d.matched]
+        session = live_session(ctx.node)
+        if session is None:
+            raise agent_link.AgentUnavailable(f"no agent is checked in for {ctx.node.serial}")
+        # The agent's inventory after the update is what the node now holds: record it, so the
+        # stored parts carry the new firmware whether or not the update took.
+        observed = agent_link.inventory(session)
+        record_inband(ctx.node, observed)
+        devices = observed.get(INVENTORY_KEYS[self.kind], [])
+        behind = [d for d in self.diff(ctx, devices) if not d.matched]
         if behind:
             names = ", ".join(f"{d.component} at {d.actual}" for d in behind)
             return Failure(
@@ -267,7 +277,11 @@ class OsInstall(Phase):
                 return skipped
             stage = "ready"
         if stage in ("ready", "rebooting"):
-            return send_in_ephemeral(ctx, stage, protocol.INSTALL_OS, dict(image), "installing")
+            # The installed OS's agent earns its session with this credential, which the
+            # ephemeral agent writes into the install record on the boot disk.
+            credential, _ = mint_host_credential(ctx.node, ctx.run)
+            params = {**image, HOST_CREDENTIAL_ID: credential.pk}
+            return send_in_ephemeral(ctx, stage, protocol.INSTALL_OS, params, "installing")
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
@@ -291,6 +305,9 @@ class WaitForHostOs(Phase):
         if session is None:
             return Wait(60, "waiting for the host OS agent to check in")
         compared = {"agent": f"host OS, boot {session.boot_id[:8]}"}
+        # The installed OS sees the parts as they will serve: the run's last observation.
+        if session.inventory:
+            compared["inventory_rows_changed"] = len(record_inband(ctx.node, session.inventory))
         if session.created_at < ctx.run.created_at:
             return Skipped(compared)
         return Done(compared=compared)

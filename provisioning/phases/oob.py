@@ -10,17 +10,18 @@ from django.utils import timezone
 
 from fleet.models import Rack
 
-from .. import clock
+from .. import boot_path, clock, firmware_targets
 from ..agent_link import EPHEMERAL, HOST_OS, is_alive
 from ..artifacts import ArtifactMismatch, fetch_verified, verify_artifact
 from ..choices import ACTIVE_RUN_STATUSES
-from ..inventory import firmware_by_kind, record_oob
+from ..inventory import record_oob
 from ..models import PhaseRecord
 from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
 from ..redfish import PowerAction, PowerState, TaskState
-from ..redfish.errors import ActionNotSupported
+from ..redfish.errors import ActionNotSupported, ResourceMissing
+from ..redfish.versions import normalize_version
 from .base import Drift, Phase, PhaseContext
-from .common import awaiting_boot, reboot_into
+from .common import awaiting_boot, boot_ephemeral, reboot_into
 
 # Node seconds a power-on holds its slot in the rack: the inrush a PDU must absorb.
 POWER_RAMP_S = 15.0
@@ -44,10 +45,18 @@ class Preflight(Phase):
     def observe(self, ctx: PhaseContext) -> dict[str, Any]:
         bmc = ctx.bmc()
         info = bmc.system_info()
+        try:
+            firmware = bmc.firmware_inventory()
+        except (ResourceMissing, ActionNotSupported):
+            # No UpdateService or inventory (sushy-tools' libvirt driver, minimal OpenBMC
+            # builds): nothing to record; a manifest that names firmware fails in its phase.
+            firmware = []
+        # The identity enrollment gave a BMC that reports no serial (sushy-tools): its system UUID.
+        serial = info.serial or (f"uuid-{info.uuid}" if info.uuid else "")
         return {
-            "serial": info.serial,
+            "serial": serial,
             "macs": sorted(_norm_mac(m) for m in bmc.mac_addresses()),
-            "firmware": bmc.firmware_inventory(),
+            "firmware": firmware,
         }
 
     def diff(self, ctx: PhaseContext, observed: dict[str, Any]) -> list[Drift]:
@@ -143,17 +152,18 @@ def take_power_slot(ctx: PhaseContext) -> bool:
     return True
 
 
-class BootOncePxe(Phase):
-    """Boot the node once from the network into the ephemeral environment."""
+class BootEphemeral(Phase):
+    """Boot the node once into the ephemeral environment (virtual media, UEFI HTTP or PXE)."""
 
-    name = "boot_once_pxe"
+    name = "boot_ephemeral"
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         alive = is_alive(ctx.node)
         if alive is not None:
             return Skipped({"agent": f"already up ({alive.environment}, boot {alive.boot_id[:8]})"})
-        reboot_into(ctx, "Pxe", "rebooting")
-        return Done(changes=[{"component": "boot", "from": "", "to": "Pxe once"}])
+        method = boot_path.boot_method(ctx.manifest)
+        boot_ephemeral(ctx, "rebooting")
+        return Done(changes=[{"component": "boot", "from": "", "to": f"{method.value} once"}])
 
 
 class OobFirmware(Phase):
@@ -169,7 +179,11 @@ class OobFirmware(Phase):
         return (ctx.manifest.get("firmware") or {}).get(self.kind)
 
     def observe(self, ctx: PhaseContext) -> list:
-        return firmware_by_kind(ctx.bmc().firmware_inventory()).get(self.kind, [])
+        """The running inventory entries this phase manages (firmware_targets.managed)."""
+        return [item for item, _ in self.managed(ctx, ctx.bmc().firmware_inventory())]
+
+    def managed(self, ctx: PhaseContext, inventory: list) -> list:
+        return firmware_targets.managed(self.kind, inventory, self.target(ctx))
 
     def diff(self, ctx: PhaseContext, observed: list) -> list[Drift]:
         target = self.target(ctx)
@@ -177,8 +191,16 @@ class OobFirmware(Phase):
             return []
         if not observed:
             return [Drift(self.kind, target["version"], None)]
+        candidates = firmware_targets.targets(self.kind, target)
+        # Versions are compared as their kind writes them ("BIOS Date: .. Ver 1.4" is 1.4).
         return [
-            Drift(f"{self.kind} {item.name}", target["version"], item.version) for item in observed
+            Drift(
+                f"{self.kind} {item.name}",
+                normalize_version(item.kind, wanted.version),
+                normalize_version(item.kind, item.version),
+            )
+            for item in observed
+            if (wanted := firmware_targets.target_for(item, candidates)) is not None
         ]
 
     def execute(self, ctx: PhaseContext) -> Outcome:
@@ -255,6 +277,10 @@ class OobFirmware(Phase):
             status = ctx.bmc().task_status(ctx.record.bmc_task)
             if status.state == TaskState.RUNNING:
                 percent = f" ({status.percent}%)" if status.percent is not None else ""
+                if status.percent is not None:
+                    # Kept for the panel's and the slot's bar (provisioning.progress).
+                    ctx.record.compared = {**ctx.record.compared, "task_percent": status.percent}
+                    ctx.record.save(update_fields=["compared"])
                 return Wait(
                     next_task_look_s(ctx.stage_elapsed(), status.percent),
                     f"BMC updating {self.kind} to {target['version']}{percent}",
@@ -263,15 +289,16 @@ class OobFirmware(Phase):
                 words = "; ".join(status.messages) or status.raw_state
                 return Failure(f"{self.kind} firmware update failed: {words}", component=self.kind)
         # The new image takes effect at the next reset, which brings the agent back.
-        return reboot_into(ctx, "Pxe", "rebooting")
+        return boot_ephemeral(ctx, "rebooting")
 
     def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
         # One read of the inventory serves the check and the record (each is a GET per member).
         inventory = ctx.bmc().firmware_inventory()
-        items = firmware_by_kind(inventory).get(self.kind, [])
+        pairs = self.managed(ctx, inventory)
+        items = [item for item, _ in pairs]
         record_oob(ctx.node, inventory)
         before = ctx.record.compared.get("from", "")
-        if items and all(i.version == target["version"] for i in items):
+        if pairs and all(firmware_targets.at_target(item, wanted) for item, wanted in pairs):
             return Done(
                 changes=[{"component": self.kind, "from": before, "to": target["version"]}],
                 compared=ctx.record.compared,
@@ -298,6 +325,10 @@ class BiosSettings(Phase):
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         if ctx.record.stage == "":
+            if not ctx.manifest.get("bios_settings"):
+                # Nothing wanted: skip without reading a BIOS resource some BMCs do not offer
+                # (sushy-tools' libvirt driver in its vmedia profile).
+                return Skipped({"drift": []})
             current = self.observe(ctx)
             drifts = self.diff(ctx, current)
             compared = {"drift": [d.as_dict() for d in drifts]}
@@ -307,7 +338,7 @@ class BiosSettings(Phase):
             ctx.bmc().set_bios_attributes(delta)
             ctx.record.compared = compared
             ctx.record.save(update_fields=["compared"])
-            return reboot_into(ctx, "Pxe", "rebooting")
+            return boot_ephemeral(ctx, "rebooting")
         waiting = awaiting_boot(ctx)
         if waiting is not None:
             return waiting
@@ -334,5 +365,8 @@ class BootDisk(Phase):
             alive = is_alive(ctx.node, HOST_OS)
             if alive is not None:
                 return Skipped({"agent": f"host OS already up (boot {alive.boot_id[:8]})"})
+            # A virtual CD left in would boot the ephemeral ISO again on BMCs that keep the
+            # override (sushy-tools reads "Once" back as "Continuous").
+            boot_path.release_medium(ctx.bmc(), ctx.manifest)
             return reboot_into(ctx, "Hdd", "rebooting")
         return Done(changes=[{"component": "boot", "from": EPHEMERAL, "to": "disk"}])

@@ -5,14 +5,14 @@ from __future__ import annotations
 from . import PHASE_NAMES
 from .base import Phase
 from .inband import InbandFirmware, OsInstall, SecureErase, WaitForAgent, WaitForHostOs
-from .oob import BiosSettings, BootDisk, BootOncePxe, OobFirmware, PowerOn, Preflight
+from .oob import BiosSettings, BootDisk, BootEphemeral, OobFirmware, PowerOn, Preflight
 
 _IMPLEMENTATIONS: dict[str, Phase] = {
     phase.name: phase
     for phase in (
         Preflight(),
         PowerOn(),
-        BootOncePxe(),
+        BootEphemeral(),
         WaitForAgent(),
         OobFirmware("bmc"),
         OobFirmware("bios"),

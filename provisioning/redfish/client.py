@@ -7,9 +7,12 @@ uses to verify. Nothing here sleeps for a long wait: task_status() is a single l
 
 from __future__ import annotations
 
+import re
 from typing import Any, BinaryIO
+from urllib.parse import quote, unquote, urlsplit
 
-from . import bios, errors, firmware, quirks
+from . import bios, errors, firmware, topology
+from .macs import normalize_mac
 from .models import (
     BootOverride,
     FirmwareItem,
@@ -43,6 +46,18 @@ def odata_id(resource: dict[str, Any], url: str) -> str:
     return value
 
 
+def system_in_address(base_url: str) -> str | None:
+    """The system id a BMC address names in its path (/redfish/v1/Systems/<id>), or None."""
+    found = re.match(r"^/redfish/v1/Systems/([^/?#]+)/?$", urlsplit(base_url).path, re.IGNORECASE)
+    return unquote(found.group(1)) if found else None
+
+
+def system_address(base_url: str, system_id: str) -> str:
+    """The address of one node on a BMC that serves several: the BMC's, naming its system."""
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}/redfish/v1/Systems/{quote(system_id)}"
+
+
 def expand_query(root: dict[str, Any]) -> str | None:
     """The $expand query for one level of a collection's members, if the service root offers it."""
     offered = (root.get("ProtocolFeaturesSupported") or {}).get("ExpandQuery") or {}
@@ -69,6 +84,8 @@ class RedfishClient:
         backoff: float = 0.2,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         use_sessions: bool = True,
+        allow_plain_http: bool = False,
+        system_id: str | None = None,
     ) -> None:
         self.transport = Transport(
             base_url,
@@ -79,9 +96,21 @@ class RedfishClient:
             retries=retries,
             backoff=backoff,
             max_concurrency=max_concurrency,
+            allow_plain_http=allow_plain_http,
         )
         self.use_sessions = use_sessions
+        # Which ComputerSystem is the node, on a BMC that serves several (HPE Cray EX235n): given,
+        # or named by the node's BMC address (https://bmc/redfish/v1/Systems/Node1).
+        self.system_id = system_id or system_in_address(base_url)
         self._root: dict[str, Any] | None = None
+        self._systems: list[tuple[str, dict[str, Any]]] | None = None
+        self._managers: list[tuple[str, dict[str, Any]]] | None = None
+        self._manager_path: str | None = None
+        self._chassis_path: str | None = None
+        # Parts that firmware entries link to (adapters, drives, processors), read once per
+        # client: their models do not change while it is open, and an inventory is read twice
+        # by every firmware phase (before and after its update).
+        self.related_cache: dict[str, dict[str, Any] | None] = {}
         self._system_path: str | None = None
         self._manufacturer: str | None = None
 
@@ -191,46 +220,93 @@ class RedfishClient:
 
     # -- discovery --------------------------------------------------------------------------
 
+    def systems(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every ComputerSystem the BMC serves, with its body."""
+        if self._systems is None:
+            path = self.link(self.root(), "Systems", url=SERVICE_ROOT)
+            self._systems = self.expanded_members(path)
+        return self._systems
+
+    def host_paths(self) -> list[str]:
+        """The systems that are hosts (one node each): a baseboard or a DPU is none."""
+        return [path for path, body in self.systems() if topology.is_host(body)]
+
     def system_path(self) -> str:
-        """The path of the (first) computer system, found from the service root's Systems link."""
+        """The path of the node's computer system: the one asked for (system_id), else the host
+        chosen by type among the BMC's systems."""
         if self._system_path is None:
-            systems = self.link(self.root(), "Systems", url=SERVICE_ROOT)
-            found = self.members(systems)
-            if not found:
-                raise errors.ResourceMissing(
-                    self.transport.absolute(systems), "the Systems collection is empty"
+            found = self.systems()
+            if self.system_id is not None:
+                chosen = next(
+                    (p for p, body in found if str(body.get("Id")) == self.system_id), None
                 )
-            self._system_path = found[0]
+                if chosen is None:
+                    ids = ", ".join(str(body.get("Id")) for _, body in found)
+                    raise errors.ResourceMissing(
+                        self.transport.absolute(SERVICE_ROOT),
+                        f"no system {self.system_id!r} on this BMC (it serves {ids})",
+                    )
+            else:
+                chosen = topology.choose_host(found)
+            if chosen is None:
+                raise errors.ResourceMissing(
+                    self.transport.absolute(SERVICE_ROOT), "the Systems collection is empty"
+                )
+            self._system_path = chosen
         return self._system_path
 
     def system(self) -> dict[str, Any]:
         """The raw ComputerSystem resource."""
         return self.get(self.system_path())
 
+    def managers(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every manager the BMC lists, with its body."""
+        if self._managers is None:
+            if "Managers" not in self.root():
+                self._managers = []
+            else:
+                path = self.link(self.root(), "Managers", url=SERVICE_ROOT)
+                self._managers = self.expanded_members(path)
+        return self._managers
+
     def manager_path(self) -> str:
-        """The manager of the system (Links.ManagedBy), else the first of Managers."""
-        managed_by = (self.system().get("Links") or {}).get("ManagedBy") or []
-        if managed_by:
-            return odata_id(managed_by[0], self.transport.absolute(self.system_path()))
-        found = self.members(self.link(self.root(), "Managers", url=SERVICE_ROOT))
-        if not found:
-            raise errors.ResourceMissing(self.transport.absolute(SERVICE_ROOT), "no manager")
-        return found[0]
+        """The manager of the system: found through ManagerForServers, else ManagedBy."""
+        if self._manager_path is None:
+            found = topology.manager_for(self.system_path(), self.system(), self.managers())
+            if found is None:
+                raise errors.ResourceMissing(self.transport.absolute(SERVICE_ROOT), "no manager")
+            self._manager_path = found
+        return self._manager_path
 
     def chassis_path(self) -> str | None:
         """The chassis of the system (Links.Chassis), else the first of Chassis, else None."""
-        chassis = (self.system().get("Links") or {}).get("Chassis") or []
-        if chassis:
-            return odata_id(chassis[0], self.transport.absolute(self.system_path()))
-        if "Chassis" not in self.root():
+        if self._chassis_path is None:
+            chassis = (self.system().get("Links") or {}).get("Chassis") or []
+            if chassis:
+                found = [odata_id(chassis[0], self.transport.absolute(self.system_path()))]
+            elif "Chassis" not in self.root():
+                found = []
+            else:
+                found = self.members(self.link(self.root(), "Chassis", url=SERVICE_ROOT))
+            self._chassis_path = found[0] if found else ""
+        return self._chassis_path or None
+
+    def chassis(self) -> dict[str, Any] | None:
+        """The system's chassis, or None when the BMC has none (or it cannot be read)."""
+        path = self.chassis_path()
+        if not path:
             return None
-        found = self.members(self.link(self.root(), "Chassis", url=SERVICE_ROOT))
-        return found[0] if found else None
+        try:
+            return self.get(path)
+        except errors.ResourceMissing:
+            return None
 
     def manufacturer(self) -> str:
-        """The system's manufacturer, read once (quirks key on it)."""
+        """The node's manufacturer, read once (quirks key on it)."""
         if self._manufacturer is None:
-            self._manufacturer = str(self.system().get("Manufacturer") or "")
+            system = self.system()
+            chassis = None if system.get("Manufacturer") else self.chassis()
+            self._manufacturer = topology.identity(system, chassis)["Manufacturer"]
         return self._manufacturer
 
     # -- readers ----------------------------------------------------------------------------
@@ -239,16 +315,16 @@ class RedfishClient:
         """Identity, power and boot override of the system."""
         system = self.system()
         chassis = None
-        if not system.get("SerialNumber"):
-            path = self.chassis_path()
-            chassis = self.get(path) if path else None
-        self._manufacturer = str(system.get("Manufacturer") or "")
+        if not all(system.get(f) for f in ("Manufacturer", "Model", "SerialNumber")):
+            chassis = self.chassis()
+        found = topology.identity(system, chassis)
+        self._manufacturer = found["Manufacturer"]
         return SystemInfo(
             id=str(system.get("Id") or ""),
             odata_id=self.system_path(),
             manufacturer=self._manufacturer,
-            model=str(system.get("Model") or ""),
-            serial=quirks.serial_number(system, chassis),
+            model=found["Model"],
+            serial=found["SerialNumber"],
             uuid=str(system.get("UUID") or ""),
             power_state=PowerState.parse(system.get("PowerState")),
             boot=_boot_of(system),
@@ -276,15 +352,18 @@ class RedfishClient:
         }
 
     def ethernet_interfaces(self) -> list[dict[str, str]]:
-        """The system's Ethernet interfaces: id, MAC address, link status."""
+        """The system's Ethernet interfaces: id, MAC address ("" when the BMC gives none that
+        is a MAC), link status."""
         path = self.link(self.system(), "EthernetInterfaces", url=self.system_path())
         found = []
         for _, nic in self.expanded_members(path):
-            mac = nic.get("MACAddress") or nic.get("PermanentMACAddress") or ""
+            mac = normalize_mac(nic.get("MACAddress")) or normalize_mac(
+                nic.get("PermanentMACAddress")
+            )
             found.append(
                 {
                     "id": str(nic.get("Id") or ""),
-                    "mac": str(mac).lower(),
+                    "mac": mac or "",
                     "link_status": str(nic.get("LinkStatus") or ""),
                 }
             )
@@ -305,6 +384,10 @@ class RedfishClient:
     def firmware_inventory(self) -> list[FirmwareItem]:
         """What firmware runs now, per component."""
         return firmware.inventory(self)
+
+    def firmware_entries(self) -> list[FirmwareItem]:
+        """Every firmware inventory entry, placed, running or not (backup, staging...)."""
+        return firmware.entries(self)
 
     def task_members(self) -> list[str]:
         """The task monitors the BMC's TaskService lists now (empty if it has none)."""
@@ -352,8 +435,11 @@ class RedfishClient:
         answer = self.transport.request("POST", target, json={"ResetType": choice})
         return _staged(f"reset:{choice}", answer)
 
-    def set_boot_override(self, target: str, *, once: bool = True, uefi: bool = True) -> Staged:
-        """Stage a boot override (target "Pxe" or "Hdd"); verify with boot_override()."""
+    def set_boot_override(
+        self, target: str, *, once: bool = True, uefi: bool = True, http_boot_uri: str = ""
+    ) -> Staged:
+        """Stage a boot override (target "Pxe", "Cd", "UefiHttp", "Hdd"...), with the URI a
+        UefiHttp boot fetches; verify with boot_override()."""
         system_answer = self.get_answer(self.system_path())
         boot = system_answer.body.get("Boot") or {} if system_answer.body else {}
         allowed = boot.get("BootSourceOverrideTarget@Redfish.AllowableValues")
@@ -367,6 +453,8 @@ class RedfishClient:
         }
         if uefi and "BootSourceOverrideMode" in boot:
             wanted["BootSourceOverrideMode"] = "UEFI"
+        if http_boot_uri:
+            wanted["HttpBootUri"] = http_boot_uri
         answer = self.patch(self.system_path(), {"Boot": wanted}, etag=system_answer.etag)
         return _staged(f"boot:{target}:{wanted['BootSourceOverrideEnabled']}", answer)
 

@@ -62,13 +62,26 @@ class SystemInfo:
 
 @dataclass(frozen=True)
 class FirmwareItem:
-    """One FirmwareInventory member."""
+    """One FirmwareInventory member, placed: which component kind and part it is, and whether
+    it is the copy that runs.
+
+    `kind` is a ComponentKind (None when nothing updates it out of band or it is unknown);
+    `part` the sub-component (naming.PARTS: "hmc", "erot", "gpu"... or "unknown"); `model` the
+    related device's model where Redfish links one; `running` False for a backup, staging,
+    pending, golden or previous copy.
+    """
 
     id: str
     odata_id: str
     name: str
     version: str
     updateable: bool
+    kind: str | None = None
+    part: str = "unknown"
+    model: str = ""
+    running: bool = True
+    state: str = ""
+    related: tuple[str, ...] = ()  # the RelatedItem paths the BMC gives
 
 
 @dataclass(frozen=True)

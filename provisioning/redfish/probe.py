@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import hardware, topology
 from .client import RedfishClient
 from .errors import RedfishError
 from .models import as_dict
 
 
 def probe(client: RedfishClient) -> dict[str, Any]:
-    """Read identity, power, boot, BIOS count, firmware and MACs.
+    """Read identity, power, boot, BIOS count, firmware, MACs, GPUs, NICs, DPUs and drives.
 
     The system itself must be readable (its errors propagate). Optional features a BMC does not
     offer (sushy-tools has no BIOS or firmware inventory) are reported under "unsupported" with
@@ -30,12 +31,23 @@ def probe(client: RedfishClient) -> dict[str, Any]:
         "bios_version": info.bios_version,
         "auth": client.auth_mode,
     }
+    result["systems"] = [
+        {"id": str(body.get("Id") or ""), "path": path, "host": topology.is_host(body)}
+        for path, body in client.systems()
+    ]
     result["bios_attribute_count"] = _optional(
         unsupported, "bios", lambda: len(client.bios_attributes())
     )
-    result["firmware_inventory"] = _optional(
-        unsupported, "firmware_inventory", lambda: as_dict(client.firmware_inventory())
-    )
+    entries = _optional(unsupported, "firmware_inventory", client.firmware_entries)
+    running = [item for item in entries or [] if item.running]
+    result["firmware_inventory"] = as_dict(running) if entries is not None else None
+    result["firmware_not_running"] = [item.id for item in entries or [] if not item.running]
+    gpus = _optional(unsupported, "gpus", lambda: hardware.gpus(client)) or []
+    result["gpus"] = hardware.with_firmware(gpus, running) or hardware.gpus_from_inventory(running)
+    adapters = _optional(unsupported, "adapters", lambda: hardware.adapters(client)) or []
+    result["nics"] = [a for a in adapters if a["kind"] == "nic"]
+    result["dpus"] = [a for a in adapters if a["kind"] == "dpu"]
+    result["drives"] = _optional(unsupported, "drives", lambda: hardware.drives(client)) or []
     result["macs"] = _optional(unsupported, "macs", client.mac_addresses)
     result["manager"] = _optional(unsupported, "manager", client.manager_info)
     result["unsupported"] = unsupported

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .models import FirmwareItem
-
 
 def is_dell(manufacturer: str) -> bool:
     """Whether the system reports a Dell manufacturer (iDRAC)."""
@@ -30,18 +28,6 @@ def bios_apply_time(manufacturer: str, settings_annotation: dict[str, Any]) -> d
     return {}
 
 
-def installed_firmware(items: list[FirmwareItem]) -> list[FirmwareItem]:
-    """Drop firmware entries that are not what runs now.
-
-    Dell iDRAC 9: FirmwareInventory lists "Installed-*" next to "Previous-*" (the rollback copy)
-    and "Available-*" (uploaded, not applied) entries of the same component; only the installed
-    one says what runs.
-    """
-    if not any(item.id.startswith("Installed-") for item in items):
-        return items
-    return [item for item in items if not item.id.startswith(("Previous-", "Available-"))]
-
-
 # Supermicro X11/X12 (Redfish 1.8-1.11): BIOS configuration and firmware update need the
 # SFT-DCMS-SINGLE ("OOB") licence; without it the BMC answers 403 with one of these words.
 LICENCE_WORDS = ("licen", "sft-dcms", "oob license")
@@ -53,13 +39,28 @@ def is_licence_refusal(message: str) -> bool:
     return any(word in lowered for word in LICENCE_WORDS)
 
 
-def serial_number(system: dict[str, Any], chassis: dict[str, Any] | None) -> str:
-    """The node's serial: the system's, else its chassis's.
+def virtual_cd_by_id(media: dict[str, Any]) -> bool:
+    """Whether a VirtualMedia member with no MediaTypes is a CD by its Id.
 
-    HPE iLO 5 and Supermicro put the board serial on both; sushy-tools' fake driver (2.x) and
-    some OpenBMC builds leave the system's empty, and the chassis carries it if anything does.
+    AMI MegaRAC (Gigabyte G-series, VirtualMedia 1.3.1; redfish-mockups/ami-megarac-gigabyte)
+    lists "CD1" with no MediaTypes at all; the Id is the only thing that says CD.
     """
-    serial = (system.get("SerialNumber") or "").strip()
-    if not serial and chassis:
-        serial = (chassis.get("SerialNumber") or "").strip()
-    return serial
+    if media.get("MediaTypes"):
+        return False
+    return str(media.get("Id") or "").upper().startswith(("CD", "DVD"))
+
+
+def image_read_back_is_name(read_back: str, wanted: str) -> bool:
+    """Whether a VirtualMedia Image read back as a bare file name names the wanted URL.
+
+    AMI MegaRAC keeps "ImageName" beside "Image" and some firmware reports only the name in
+    Image once the medium is mounted; the name is what can be compared then.
+    """
+    name = wanted.rstrip("/").rsplit("/", 1)[-1].split("?", 1)[0]
+    return read_back.rstrip("/").rsplit("/", 1)[-1] == name
+
+
+# What a boot override asked for "Once" may read back as. sushy-tools 2.2 (libvirt and fake
+# drivers) store it as "Continuous": libvirt has no one-shot boot device. Greenlight sets the
+# override again before every reboot it wants, so a lasting one does no harm there.
+ONCE_READS_BACK = ("Once", "Continuous")

@@ -69,13 +69,22 @@ class Transport:
         retries: int = 3,
         backoff: float = 0.2,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        allow_plain_http: bool = False,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not a BMC URL: {base_url!r}")
         if parts.username or parts.password:
             raise ValueError("put BMC credentials in --username/--password, not in the URL")
+        if parts.scheme == "http" and not allow_plain_http:
+            raise ValueError(
+                f"{base_url} is plain HTTP, which would send the BMC password unencrypted: use "
+                "https, or have an admin mark this BMC as plain HTTP with a reason"
+            )
         self.base_url = f"{parts.scheme}://{parts.netloc}"
+        self.plain_http = parts.scheme == "http"
+        # Over plain HTTP a 401 ends the conversation: the credentials are never sent again.
+        self._plain_refused: errors.AuthenticationRefused | None = None
         self.username = username
         self._password = password
         self.retries = retries
@@ -101,6 +110,8 @@ class Transport:
 
     def login(self, sessions_path: str | None) -> None:
         """Open a session through SessionService, or fall back to basic auth if none is offered."""
+        if self._plain_refused is not None:
+            raise self._plain_refused  # a login would send the password over plain HTTP again
         self._sessions_path = sessions_path
         if not sessions_path:
             self.use_basic = True
@@ -173,6 +184,14 @@ class Transport:
     ) -> Answer:
         """Send one request with bounded retries for 503 and dropped connections only."""
         url = self.absolute(path)
+        if _origin(url) != _origin(self.base_url):
+            # A link or Location to another origin (or from https down to http): our token or
+            # password goes to this BMC only.
+            raise errors.ConfigurationError(
+                url, f"the BMC pointed at another origin; credentials go to {self.base_url} only"
+            )
+        if self._plain_refused is not None and auth:
+            raise self._plain_refused
         gated = self._gated.get((method, url))
         if gated is not None:
             # A licence-gated feature stays gated: report it again without bothering the BMC.
@@ -216,6 +235,16 @@ class Transport:
             if response.status_code == 503 and not last:
                 self._pause(attempt, response.headers.get("retry-after"))
                 continue
+            if response.status_code == 401 and auth and self.plain_http:
+                # No new login and no later request with credentials; _decode below raises
+                # the BMC's own refusal this time.
+                self.session_token = None
+                self._plain_refused = errors.AuthenticationRefused(
+                    url,
+                    "authentication was refused over plain HTTP; the credentials are not sent "
+                    "again",
+                    status=401,
+                )
             if response.status_code == 401 and auth and self.session_token and not self._relogged:
                 # A session can expire under us (BMC reboot, idle timeout): log in afresh once.
                 self._relogged = True
@@ -260,9 +289,12 @@ class Transport:
     def _decode(self, method: str, url: str, response: httpx.Response) -> Answer:
         status = response.status_code
         headers = {k.lower(): v for k, v in response.headers.items()}
-        body = self._parse_body(url, response) if status != 204 else None
         if status < 400:
+            body = self._parse_body(url, response) if status != 204 else None
             return Answer(status, url, body, headers)
+        # The status says what went wrong; the body only adds words. A BMC whose error pages
+        # are HTML (a 404 from its web server) is still "missing", never "not JSON".
+        body = _error_body(response)
         message = self._scrub(_error_message(body) or response.reason_phrase or "")
         what = f"{method} answered {status}" + (f": {message}" if message else "")
         raise _status_error(url, status, what)
@@ -296,6 +328,20 @@ class Transport:
         return text.replace(self._password, "***") if self._password else text
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port, the port spelled out: https://bmc and https://bmc:443 are one."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1  # a malformed port matches nothing
+    return (
+        parts.scheme,
+        (parts.hostname or ""),
+        port or {"http": 80, "https": 443}.get(parts.scheme),
+    )
+
+
 def _is_cert_failure(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None:
@@ -303,6 +349,15 @@ def _is_cert_failure(exc: BaseException) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def _error_body(response: httpx.Response) -> dict[str, Any] | None:
+    """The JSON object of an error answer, or None when it has none (HTML, plain text)."""
+    try:
+        body = json.loads(response.text)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def _error_message(body: dict[str, Any] | None) -> str:
@@ -313,7 +368,10 @@ def _error_message(body: dict[str, Any] | None) -> str:
     if not isinstance(error, dict):
         return str(error)
     parts = [str(error.get("message", ""))]
-    for info in error.get("@Message.ExtendedInfo") or []:
+    extended = error.get("@Message.ExtendedInfo")
+    # A list by the standard; some BMCs send one object, or something else entirely.
+    infos = extended if isinstance(extended, list) else [extended]
+    for info in infos:
         if isinstance(info, dict) and info.get("Message"):
             parts.append(str(info["Message"]))
             break

@@ -6,8 +6,9 @@ import pytest
 
 from acceptance.choices import Verdict
 from acceptance.judging import SkuFacts, judge_gate, thresholds_for
+from acceptance.parsers.base import Severity
 
-from .sample_files import read
+from .sample_files import SAMPLES, read
 
 HGX = SkuFacts(
     gpu_count=8, nic_count=8, nic_line_rate_gbps=400, nvlink_bandwidth_gbps=450, drive_count=8
@@ -181,12 +182,12 @@ def test_storage_eio_names_the_drive():
     assert {f.part for f in verdict.findings} == {"nvme5n1"}
 
 
-def test_reference_job_gpu_burn_exit_0_but_faulty_fails():
-    ok = judge_gate("reference_job", {"gpu-burn": read("gpu_burn_8x_pass.txt")}, None, HGX)
+def test_burn_in_gpu_burn_exit_0_but_faulty_fails():
+    outputs = {"xid": read("kern_clean.log"), "nvidia-smi": read("nvidia_smi_load_swpowercap.xml")}
+    ok = judge_gate("burn_in", {**outputs, "gpu-burn": read("gpu_burn_8x_pass.txt")}, None, HGX)
     assert ok.verdict == Verdict.PASS
-    bad = judge_gate(
-        "reference_job", {"gpu-burn": read("gpu_burn_gpu2_faulty_exit0.txt")}, None, HGX
-    )
+    faulty = read("gpu_burn_gpu2_faulty_exit0.txt")
+    bad = judge_gate("burn_in", {**outputs, "gpu-burn": faulty}, None, HGX)
     assert bad.verdict == Verdict.FAIL
     assert [f.part for f in bad.findings] == ["GPU 2"]
 
@@ -214,5 +215,30 @@ def test_unknown_or_untooled_gate_is_an_error():
 
 
 def test_profile_thresholds_override_defaults():
-    assert thresholds_for("fabric", {"min_busbw_fraction": 0.9}) == {"min_busbw_fraction": 0.9}
+    assert thresholds_for("fabric", {"min_busbw_fraction": 0.9}) == {
+        "min_busbw_fraction": 0.9,
+        "min_rail_fraction": 0.9,
+    }
     assert thresholds_for("storage", None) == {"min_read_mbps": 6000, "min_write_mbps": 3000}
+
+
+def test_gpu_health_reads_nvswitch_and_pcie_faults_from_the_same_kernel_log():
+    real = SAMPLES / "real"
+    kernel_log = "\n".join(
+        (real / name).read_text()
+        for name in (
+            "sxid_gpud338_dmesg_iso_12028.log",
+            "aer_lkml_latitude_syslog_corrected_nvme.log",
+        )
+    )
+    outputs = {
+        "dcgm": read("dcgm4_level3_pass.json"),
+        "nvidia-smi": read("nvidia_smi_idle_pass.xml"),
+        "xid": kernel_log,
+    }
+    verdict = judge_gate("gpu_health", outputs, None, HGX)
+    assert verdict.verdict == Verdict.FAIL
+    by_part = {f.part: f.severity for f in verdict.findings}
+    assert by_part["NVSwitch 1 (PCI 0000:84:00.0)"] == Severity.CRITICAL
+    assert by_part["PCIe 0000:02:00.0 (nvme)"] == Severity.WARNING
+    assert verdict.metrics["xid"]["nvswitch_events"][0]["sxid"] == 12028

@@ -82,7 +82,8 @@ EXPECTED = {
     "u04": (GateName.STORAGE, "nvme2n1"),
     "u05": (GateName.NVBANDWIDTH, "GPU 5"),
     "u06": (GateName.GPU_HEALTH, "GPU 1"),
-    "u07": (GateName.BURN_IN, "GPU 6"),
+    # A GPU that throttles under load trains slowly: the minutes-long reference job sees it.
+    "u07": (GateName.REFERENCE_JOB, "GPU 6"),
 }
 
 
@@ -105,7 +106,7 @@ def _node_verdicts(node, fault, fabric) -> dict:
         },
         GateName.NVBANDWIDTH: {"nvbandwidth": lab.nvbandwidth_text(node, fault)},
         GateName.STORAGE: {"fio": lab.fio_json(node, fault)},
-        GateName.REFERENCE_JOB: {"gpu-burn": lab.gpu_burn_text(node, fault, duration_s=600)},
+        GateName.REFERENCE_JOB: {"reference-job": lab.reference_job_text(node, fault)},
         GateName.BURN_IN: burn,
     }
     verdicts = {

@@ -3,8 +3,9 @@
 import pytest
 
 from acceptance.parsers import PARSERS
+from acceptance.uploads import GATE_OF_TOOL
 
-from .sample_files import read
+from .sample_files import SAMPLES, read
 
 GOOD = {
     "dcgm": "dcgm4_level3_pass.json",
@@ -14,6 +15,18 @@ GOOD = {
     "gpu-burn": "gpu_burn_8x_pass.txt",
     "nvidia-smi": "nvidia_smi_idle_pass.xml",
     "xid": "kern_xid79.log",
+    "sxid": "real/sxid_nvtrust124_nonfatal_22013.log",
+    "aer": "real/aer_lkml_tegra_r8169_no_timestamp.log",
+    "perftest": "real/perftest_issue273_write_bw_postlist_gbits.txt",
+    "reference-job": "real/greenlight_reference_job_v1_cpu_small.txt",
+}
+# Kernel logs have no end marker: a cut is seen only inside a line (tested below).
+LOGS = {"xid", "sxid", "aer"}
+# The text forms that share a tool with a JSON or XML form: each is cut like the others.
+TEXT_FORMS = {
+    "dcgm": "real/dcgmi_text_3.3.3_r2_p4de_pass.txt",
+    "nvidia-smi": "real/gpud_nvidia_smi_q_560.35.03.txt",
+    "fio": "real/fio_text_3.35_seq_write_nvme1n1.txt",
 }
 GARBAGE = [
     "",
@@ -42,7 +55,7 @@ def test_the_good_sample_reads(tool):
     assert PARSERS[tool](read(GOOD[tool])).error is None
 
 
-@pytest.mark.parametrize("tool", sorted(set(GOOD) - {"xid"}))
+@pytest.mark.parametrize("tool", sorted(set(GOOD) - LOGS))
 @pytest.mark.parametrize("keep", [0.1, 0.5, 0.9])
 def test_truncated_output_is_an_error(tool, keep):
     text = read(GOOD[tool])
@@ -50,8 +63,36 @@ def test_truncated_output_is_an_error(tool, keep):
     assert result.error, f"{tool} accepted its output cut at {keep:.0%}"
 
 
+@pytest.mark.parametrize("tool", sorted(TEXT_FORMS))
+@pytest.mark.parametrize("keep", [0.1, 0.5, 0.9])
+def test_truncated_text_form_is_an_error(tool, keep):
+    text = (SAMPLES / TEXT_FORMS[tool]).read_text()
+    assert PARSERS[tool](text).error is None
+    result = PARSERS[tool](text[: int(len(text) * keep)])
+    assert result.error, f"{tool} text accepted its output cut at {keep:.0%}"
+
+
+@pytest.mark.parametrize("tool", sorted(TEXT_FORMS))
+@pytest.mark.parametrize("text", GARBAGE, ids=range(len(GARBAGE)))
+def test_garbage_is_an_error_for_text_forms(tool, text):
+    assert PARSERS[tool](text).error
+
+
+@pytest.mark.parametrize("tool,marker", [("sxid", "SXid (PCI:"), ("aer", "AER: Uncorrected")])
+def test_a_log_cut_inside_its_event_line_is_an_error(tool, marker):
+    text = read(GOOD[tool])
+    cut = text.index(marker) + len(marker) - 3
+    result = PARSERS[tool](text[:cut])
+    assert result.error, f"{tool} accepted a log cut inside its event line"
+
+
 def test_other_tools_output_is_an_error():
     for tool in GOOD:
         for other, other_sample in GOOD.items():
-            if other != tool:
+            # One kernel log feeds the xid, sxid and aer parsers alike.
+            if other != tool and not {tool, other} <= LOGS:
                 assert PARSERS[tool](read(other_sample)).error, f"{tool} read {other}'s output"
+
+
+def test_every_parsed_tool_can_be_uploaded_to_a_gate():
+    assert set(GATE_OF_TOOL) == set(PARSERS)

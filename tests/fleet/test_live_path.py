@@ -21,6 +21,8 @@ from greenlight.asgi import application
 from tests import factories
 from tests.support.processes import celery_worker
 
+# A browser sends both: the page's origin and the host it opens the socket on.
+HOST = (b"host", b"localhost")
 ORIGIN = (b"origin", b"http://localhost")
 # Bounded wait for a real condition: the worker's message arriving, not a guess at its timing.
 RECEIVE_TIMEOUT_S = 30
@@ -61,7 +63,7 @@ async def _watch_rack_while(rack_id: int, headers: list, action) -> list[dict]:
 def test_a_worker_task_reaches_a_websocket_watching_the_rack(bob, tmp_path):
     rack = factories.make_rack()
     node = factories.make_node(rack=rack, bmc_password="live-path-secret")
-    headers = [session_cookie(bob), ORIGIN]
+    headers = [session_cookie(bob), HOST, ORIGIN]
 
     def move():
         transition_node.delay(node.pk, NodeState.PROVISIONING, "started by the live-path test")
@@ -86,7 +88,7 @@ def test_a_worker_task_reaches_a_websocket_watching_the_rack(bob, tmp_path):
 def test_a_socket_on_another_rack_hears_nothing(bob):
     watched = factories.make_rack("R02")
     other = factories.make_node(rack=factories.make_rack("R03"))
-    headers = [session_cookie(bob), ORIGIN]
+    headers = [session_cookie(bob), HOST, ORIGIN]
 
     async def scenario():
         communicator = WebsocketCommunicator(
@@ -127,19 +129,21 @@ async def _connect(path: str, headers: list) -> tuple[bool, int | None]:
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_an_anonymous_socket_is_refused(rack, memory_layer):
-    connected, code = async_to_sync(_connect)(f"/ws/rack/{rack.pk}/", [ORIGIN])
+    connected, code = async_to_sync(_connect)(f"/ws/rack/{rack.pk}/", [HOST, ORIGIN])
     assert not connected
     assert code == 4401
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_socket_from_a_foreign_origin_is_refused(bob, rack, memory_layer):
-    headers = [session_cookie(bob), (b"origin", b"https://evil.example")]
+    headers = [session_cookie(bob), HOST, (b"origin", b"https://evil.example")]
     connected, _ = async_to_sync(_connect)(f"/ws/rack/{rack.pk}/", headers)
     assert not connected
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_signed_in_socket_from_an_allowed_origin_is_accepted(bob, rack, memory_layer):
-    connected, _ = async_to_sync(_connect)(f"/ws/rack/{rack.pk}/", [session_cookie(bob), ORIGIN])
+    connected, _ = async_to_sync(_connect)(
+        f"/ws/rack/{rack.pk}/", [session_cookie(bob), HOST, ORIGIN]
+    )
     assert connected

@@ -115,3 +115,22 @@ def test_model_clean_derives_sku_version_and_spec(sku):
     assert manifest.sku == sku
     assert manifest.version == "1.0.0"
     assert manifest.spec["os_image"]["signature"] == "lab-signing-key-1:ubuntu-24.04-gpu"
+
+
+def test_the_ephemeral_boot_and_the_os_disk_are_validated():
+    base = factories.sample_manifest_yaml()
+    parsed = parse_manifest(base)
+    assert parsed.spec["ephemeral"]["boot"] == "pxe"
+    assert set(parsed.spec["ephemeral"]) == {"boot", "kernel", "initrd"}
+
+    virtual = base.replace("  boot: pxe", "  boot: virtual_media")
+    assert any("ephemeral.iso" in m and "virtual_media boot needs" in m for m in _messages(virtual))
+    unknown = base.replace("  boot: pxe", "  boot: floppy")
+    assert any("unknown boot method 'floppy'" in m for m in _messages(unknown))
+
+    on_sda = base.replace(
+        "  signature: lab-signing-key-1", "  disk: /dev/sda\n  signature: lab-signing-key-1"
+    )
+    assert parse_manifest(on_sda).spec["os_image"]["disk"] == "/dev/sda"
+    hostile = on_sda.replace("/dev/sda", "/dev/sda; rm -rf /")
+    assert any("os_image.disk" in m for m in _messages(hostile))

@@ -8,10 +8,10 @@ import json
 import pytest
 from django.core.management import call_command
 
-from fleet.models import Event, Node
+from fleet.models import Component, Event, Node
 from lab.run import LabRun, LabRunConfig
 from provisioning.audit import audit_node
-from provisioning.models import PhaseRecord
+from provisioning.models import AgentCommand, PhaseRecord
 
 
 # A real rack through real processes: minutes on a busy 2-core machine.
@@ -33,7 +33,8 @@ def test_healthy_nodes_reach_awaiting_approval_and_the_audit_writes_nothing(tmp_
         lab_node = lab.hall.nodes[0]
         node = Node.objects.get(serial=lab_node.serial)
         agent = lab.site.agents.agents[lab_node.serial]
-        bmc_writes, agent_writes = list(lab_node.writes), agent.writes
+        bmc_writes, agent_commands = list(lab_node.writes), len(agent.commands)
+        commands_in_db = AgentCommand.objects.count()
 
         # Drift: a person changed a BIOS setting behind Greenlight's back.
         lab_node.bios_current["ProcVirtualization"] = "Disabled"
@@ -42,7 +43,8 @@ def test_healthy_nodes_reach_awaiting_approval_and_the_audit_writes_nothing(tmp_
         call_command("audit", "--rack", config.rack, "--json", stdout=out)
 
         assert lab_node.writes == bmc_writes, "the audit wrote to the BMC"
-        assert agent.writes == agent_writes, "the audit sent the agent a command"
+        assert len(agent.commands) == agent_commands, "the audit sent the agent a command"
+        assert AgentCommand.objects.count() == commands_in_db, "the audit queued a command"
         drifted = {c["component"] for c in report.drifted}
         assert drifted == {"BIOS ProcVirtualization"}
         assert not report.unreadable
@@ -51,4 +53,28 @@ def test_healthy_nodes_reach_awaiting_approval_and_the_audit_writes_nothing(tmp_
         ).items()
         reports = json.loads(out.getvalue())
         assert [r["drifted"] for r in reports] == [1, 0]
+
+        # The pipeline updated NIC, DPU and NVMe firmware: the stored inventory is what the
+        # audit observes now, row for row, one row per part.
+        assert report.inventory_drift == [], report.inventory_drift
+        stored = sorted(
+            Component.objects.filter(node=node).values_list(
+                "kind", "slot", "serial", "firmware_version"
+            )
+        )
+        observed = sorted(
+            (p["kind"], p["slot"], p["serial"], p["firmware_version"]) for p in report.inventory
+        )
+        assert stored == observed
+        parts = lab_node.firmware
+        assert {v for k, s, _, v in stored if k in ("nic", "dpu", "nvme")} == {
+            parts["nic"],
+            parts["dpu"],
+            parts["nvme"],
+        }
+        # BMC, BIOS, the HGX tray and the power supply the BMC lists, and the agent's parts.
+        assert len(stored) == 4 + len(lab_node.gpus) + len(
+            [n for n in lab_node.nics if n["kind"] == "fabric"]
+        ) + len(lab_node.dpus) + len(lab_node.drives)
+        assert len({(k, s) for k, s, _, _ in stored}) == len(stored)
         assert Event.objects.filter(node=node, kind="audit").count() == 2

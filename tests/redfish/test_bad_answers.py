@@ -30,7 +30,9 @@ def bmc(routes: dict[str, tuple]):
 
 
 def client_for(url: str) -> RedfishClient:
-    return RedfishClient(url, "admin", PASSWORD, retries=0, use_sessions=False)
+    return RedfishClient(
+        url, "admin", PASSWORD, retries=0, use_sessions=False, allow_plain_http=True
+    )
 
 
 def assert_clean(exc: Exception) -> None:

@@ -30,16 +30,18 @@ def test_enroll_creates_node_components_pin_and_events(hall, sku, rack):
     assert node.bmc_password == bmc.node.password
     assert (node.rack, node.position) == (rack, 10)
     kinds = dict(Component.objects.filter(node=node).values_list("slot", "kind").order_by("slot"))
-    assert kinds["Integrated Dell Remote Access Controller"] == ComponentKind.BMC
+    assert kinds["BMC"] == ComponentKind.BMC
     assert kinds["BIOS"] == ComponentKind.BIOS
-    assert kinds["NVIDIA BlueField-3 0"] == ComponentKind.DPU
-    assert kinds["Mellanox ConnectX-7 3"] == ComponentKind.NIC
+    assert kinds["DPU 0"] == ComponentKind.DPU
+    assert kinds["NIC 3"] == ComponentKind.NIC
+    assert len(kinds) == 22  # BMC, BIOS, HGX, 8 NICs, 2 DPUs, 8 NVMe and the power supply
     assert set(
         Component.objects.filter(node=node, kind=ComponentKind.NVME).values_list(
             "firmware_version", flat=True
         )
     ) == {bmc.node.firmware["nvme"]}
-    assert result.components == 21
+    # Every entry whose kind is known, the HGX tray's GPUs, NVSwitches and ERoTs included.
+    assert result.components == 21 + 21 + 1  # + HGX parts + the power supply
     recorded = list(Event.objects.filter(node=node).order_by("id").values_list("kind", flat=True))
     assert recorded == [EventKind.ENROLLED, EventKind.BMC_CERT_PINNED]
     for event in Event.objects.filter(node=node):
@@ -155,7 +157,14 @@ def test_redfish_probe_command_against_the_lab(hall, index, capsys):
     assert result["power_state"] == "Off"
     assert result["boot_override"] == {"target": "None", "enabled": "Disabled", "mode": "UEFI"}
     assert result["bios_attribute_count"] == len(bmc.node.bios_current)
-    assert len(result["firmware_inventory"]) == 21
+    managed = [
+        i
+        for i in result["firmware_inventory"]
+        if i["part"] in ("bmc", "bios", "hmc", "baseboard", "nic", "dpu", "drive")
+    ]
+    assert len(managed) == 21
+    assert (len(result["gpus"]), len(result["nics"]), len(result["dpus"])) == (8, 8, 2)
+    assert len(result["drives"]) == 8
     assert result["macs"] == bmc.node.macs
     assert result["unsupported"] == {}
     assert bmc.node.password not in out

@@ -6,10 +6,11 @@ import json
 import time
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from provisioning.redfish import PowerAction, PowerState, RedfishClient
 from provisioning.redfish.errors import ActionNotSupported, AuthenticationRefused, RedfishError
+from tests import factories
 
 pytestmark = pytest.mark.peer
 
@@ -100,7 +101,20 @@ def test_redfish_probe_command(sushy, capsys):
 
 
 @pytest.mark.django_db
-def test_enroll_command(sushy, sku, capsys):
+def test_enroll_command_refuses_a_sku_the_hardware_does_not_match(sushy, sku):
+    # sushy-tools' fake system has a Storage subsystem with no drives in it.
+    with pytest.raises(CommandError) as refused:
+        call_command("enroll", "--bmc", sushy.url, "--username", sushy.username,
+                     "--password", sushy.password, "--sku", sku.name)  # fmt: skip
+    assert f"does not match SKU {sku.name}: drives: SKU {sku.name} has 8, the BMC reports 0" in (
+        str(refused.value)
+    )
+    assert sushy.password not in str(refused.value)
+
+
+@pytest.mark.django_db
+def test_enroll_command(sushy, capsys):
+    sku = factories.make_sku("sushy-fake", drive_count=0)
     call_command(
         "enroll",
         "--bmc",

@@ -234,3 +234,18 @@ def driver(request, db_thread, settings):
         yield drv
     finally:
         drv.close()
+
+
+def wait_until_true(page, expression: str, timeout_s: float = 30.0) -> None:
+    """Poll `expression` in the page until it is truthy.
+
+    Playwright's wait_for_function re-evaluates its predicate with `new Function` inside the
+    page, which the Content-Security-Policy (no 'unsafe-eval') forbids as it should; each
+    page.evaluate here goes through the DevTools protocol instead, which the policy does not
+    govern.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{expression!r} still false after {timeout_s} s")
+        time.sleep(0.05)

@@ -19,7 +19,7 @@ from provisioning.phases import PHASES
 from tests import factories
 from tests.support import scenes
 
-from .conftest import SCREENSHOTS
+from .conftest import SCREENSHOTS, wait_until_true
 
 pytestmark = [
     pytest.mark.browser,
@@ -108,7 +108,8 @@ def test_an_approval_in_one_browser_shows_in_another_and_in_the_database(
     page.fill("#id_password", "pw-bob")
     page.click("button[type=submit]")
     expect(page.locator(f"#node-panel-{waiting.pk}")).to_be_visible()
-    page.wait_for_function("window.greenlight.syncs >= 1")  # caught up with the live feed
+    # caught up with the live feed
+    wait_until_true(page, "window.greenlight && window.greenlight.syncs >= 1")
 
     page.click("#approve-btn")
     page.fill(f"#approve-reason-{waiting.pk}", "all gates green, cabling checked")
@@ -163,7 +164,7 @@ def test_a_dropped_socket_reconnects_and_the_page_matches_the_database(
     status = page.locator("#live-status")
     expect(status).to_have_attribute("data-state", "open", timeout=TIMEOUT)
     # The first sync follows the socket's opening: stopping before it lands would race it.
-    page.wait_for_function("window.greenlight.syncs >= 1")
+    wait_until_true(page, "window.greenlight && window.greenlight.syncs >= 1")
 
     server.stop()  # the socket drops with the server
     expect(status).to_have_attribute("data-state", "retrying", timeout=TIMEOUT)
@@ -172,7 +173,9 @@ def test_a_dropped_socket_reconnects_and_the_page_matches_the_database(
     driver.move(nodes[3].pk, S.FAILED)
     server.start()
 
-    page.wait_for_function("window.greenlight.connects >= 2 && window.greenlight.syncs >= 2")
+    wait_until_true(
+        page, "window.greenlight && window.greenlight.connects >= 2 && window.greenlight.syncs >= 2"
+    )
     for node_id, state in Node.objects.filter(rack=rack).values_list("pk", "state"):
         expect(slot(page, node_id)).to_have_attribute("data-state", state, timeout=TIMEOUT)
     expect(status).to_have_attribute("data-state", "open")

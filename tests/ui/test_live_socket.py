@@ -10,6 +10,7 @@ from channels.testing import WebsocketCommunicator
 
 from fleet.live import Coalescer, rack_group
 from fleet.routing import websocket_urlpatterns
+from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -45,7 +46,8 @@ async def _connect(path: str, *, user=None, origin: bytes = b"http://127.0.0.1")
     if user is None:
         from greenlight.asgi import application
 
-        communicator = WebsocketCommunicator(application, path, headers=[(b"origin", origin)])
+        headers = [(b"host", b"127.0.0.1"), (b"origin", origin)]
+        communicator = WebsocketCommunicator(application, path, headers=headers)
     else:
         communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), path)
         communicator.scope["user"] = user
@@ -86,15 +88,16 @@ def test_a_user_without_a_role_is_refused(charlie):
 def test_a_burst_of_events_arrives_at_once_then_as_one_batch(bob, settings):
     # A window far longer than sending the burst takes, however loaded the machine.
     settings.GREENLIGHT_LIVE_COALESCE_MS = 2000
+    rack = factories.make_rack("R77").pk
 
     @async_to_sync
     async def run():
-        communicator, connected, _ = await _connect("/ws/rack/77/", user=bob)
+        communicator, connected, _ = await _connect(f"/ws/rack/{rack}/", user=bob)
         assert connected
         layer = get_channel_layer()
         for seq in range(100, 130):
-            event = _event(seq, seq % 3, "provisioning" if seq < 129 else "validating", 77)
-            await layer.group_send(rack_group(77), {"type": "live.events", "events": [event]})
+            event = _event(seq, seq % 3, "provisioning" if seq < 129 else "validating", rack)
+            await layer.group_send(rack_group(rack), {"type": "live.events", "events": [event]})
         first = await communicator.receive_json_from(timeout=5)
         batch = await communicator.receive_json_from(timeout=5)
         nothing_more = await communicator.receive_nothing(timeout=0.5)
@@ -122,16 +125,17 @@ def test_live_batches_skip_the_database_connection_hop(bob, monkeypatch):
 
     # A spy on Channels' own hop, which still runs: what is counted is when it is taken.
     monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+    rack = factories.make_rack("R78").pk
 
     @async_to_sync
     async def run():
-        communicator, connected, _ = await _connect("/ws/rack/78/", user=bob)
+        communicator, connected, _ = await _connect(f"/ws/rack/{rack}/", user=bob)
         assert connected
         before = len(hops)
         layer = get_channel_layer()
         for seq in range(10):
             await layer.group_send(
-                rack_group(78), {"type": "live.events", "events": [_event(seq, 1, "validating")]}
+                rack_group(rack), {"type": "live.events", "events": [_event(seq, 1, "validating")]}
             )
         got = await communicator.receive_json_from(timeout=5)
         await communicator.receive_nothing(timeout=0.3)  # the rest of the burst's batch, if any

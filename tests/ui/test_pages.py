@@ -75,7 +75,7 @@ def test_rack_page_shows_slots_with_colour_icon_phase_and_progress(client, bob, 
     assert 'class="slot c-blue' in html and "↻" in html and 'role="progressbar"' in html
     assert 'class="slot c-green' in html and "✓" in html
     assert "s3cret-bmc-pass" not in html
-    assert "Approve every passed node in this rack" in html
+    assert "Approve every passed node of rack" in html  # the confirmation dialog
 
 
 def test_failed_node_panel_names_the_parts(client, bob, scene, rack):
@@ -93,7 +93,7 @@ def test_dora_sees_no_buttons_and_her_forged_post_is_refused(client, dora, scene
     login(client, dora)
     html = client.get(reverse("fleet:rack", args=[rack.pk]), {"node": waiting.pk}).content
     assert b"approve-btn" not in html and b"quarantine-btn" not in html
-    assert b"Approve every passed node" not in html
+    assert b"Approve every passed node" not in html and b"approve-all-btn" not in html
     response = client.post(reverse("fleet:node-approve", args=[waiting.pk]), {"reason": "x"})
     assert response.status_code == 403
     response = client.post(reverse("fleet:rack-approve-passed", args=[rack.pk]))
@@ -129,10 +129,18 @@ def test_bob_approves_and_quarantines_through_the_forms(client, bob, scene, rack
 
 def test_approve_all_passed_button(client, bob, scene, rack):
     login(client, bob)
+    page = client.get(reverse("fleet:rack", args=[rack.pk])).content.decode()
+    assert 'data-count="2">Approve 2 passed nodes</button>' in page
     response = client.post(reverse("fleet:rack-approve-passed", args=[rack.pk]), follow=True)
     assert b"Approved 2 node(s)" in response.content
     states = Node.objects.filter(rack=rack).values_list("state", flat=True)
     assert list(states).count(NodeState.IN_SERVICE) == 4
+    # Nothing left to approve: the button says 0 and cannot be pressed; a forged post says so.
+    page = client.get(reverse("fleet:rack", args=[rack.pk])).content.decode()
+    assert 'data-count="0" disabled' in page and "Approve 0 passed nodes" in page
+    response = client.post(reverse("fleet:rack-approve-passed", args=[rack.pk]), follow=True)
+    assert b"passed every gate and awaits approval: none approved." in response.content
+    assert b"Approved 0" not in response.content
 
 
 def test_rack_snapshot_returns_changed_slots_since_a_seq(client, bob, scene, rack):
@@ -175,6 +183,9 @@ def test_the_audit_button_runs_the_audit_and_reports_drift(client, bob, dora, sc
 
     class Report:
         drifted = [{"component": "BIOS", "matched": False}]
+        unreadable: dict = {}
+        inventory = [{"kind": "nic", "slot": "NIC 0"}, {"kind": "bmc", "slot": "BMC"}]
+        inventory_drift = [{"part": "NIC 0", "stored": {"firmware_version": "1"}}]
 
         def as_dict(self):
             return {"matched": 5, "drifted": 1, "manifest": "hgx-h100-8gpu 1.0.0"}
@@ -189,4 +200,5 @@ def test_the_audit_button_runs_the_audit_and_reports_drift(client, bob, dora, sc
     login(client, bob)
     response = client.post(reverse("fleet:node-audit", args=[node.pk]), follow=True)
     assert b"5 matched, 1 drifted (BIOS) against hgx-h100-8gpu 1.0.0" in response.content
+    assert b"stored inventory differs from the observation on 1 part(s)." in response.content
     assert calls == [bob]

@@ -24,6 +24,7 @@ CERTIFICATE_KEYS = {
     "certificate",
     "standard",
     "purpose",
+    "scope",
     "result",
     "node",
     "tenant",
@@ -88,11 +89,26 @@ def test_a_passed_erase_certifies_every_drive_and_sends_the_node_to_reimage(alic
     assert certificate.wipe_request.status == WipeStatus.IN_PROGRESS
 
 
-def test_the_request_is_done_when_every_node_has_a_passed_certificate(alice, nodes):
+def test_the_request_is_returned_only_when_every_node_is_back_in_service(alice, nodes):
     runs = _wiping(alice, nodes)
+    wipe = runs[0].node.wipe_requests.get()
     for run in runs:
         erase_finished(run, [drive_report(run.node, i) for i in range(2)], passed=True)
-    assert runs[0].node.wipe_requests.get().status == WipeStatus.DONE
+    # Every erase passed: the nodes are still to be reimaged and re-validated.
+    wipe.refresh_from_db()
+    assert wipe.status == WipeStatus.IN_PROGRESS
+    for run in runs:
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.SUCCEEDED)
+        _awaiting_approval(run.node)
+    decisions.approve(runs[0].node, alice, reason="gates checked by hand", override=True)
+    wipe.refresh_from_db()
+    assert wipe.status == WipeStatus.IN_PROGRESS, "one node of two is back"
+    decisions.approve(runs[1].node, alice, reason="gates checked by hand", override=True)
+    wipe.refresh_from_db()
+    assert (wipe.status, wipe.failed_node, wipe.failure_reason) == (WipeStatus.RETURNED, None, "")
+    said = Event.objects.filter(kind=EventKind.WIPE, data__status=WipeStatus.RETURNED)
+    assert said.count() == 2  # one on each node
+    assert "every node erased and back in service" in said.first().message
 
 
 def test_a_drive_that_refused_the_erase_fails_the_certificate_and_keeps_the_node(alice, nodes):
@@ -111,6 +127,10 @@ def test_a_drive_that_refused_the_erase_fails_the_certificate_and_keeps_the_node
     assert node.last_erased_at is None
     certificate.wipe_request.refresh_from_db()
     assert certificate.wipe_request.status == WipeStatus.FAILED
+    assert certificate.wipe_request.failed_node == node
+    assert certificate.wipe_request.failure_reason == (
+        f"erase failed on {node.serial}-D1 (certificate {certificate.pk})"
+    )
 
 
 def test_a_drive_the_agent_never_reported_fails_the_certificate(alice, nodes):

@@ -99,7 +99,7 @@ def test_a_tenant_allocation_comes_back_wiped_and_a_refusing_drive_is_quarantine
             certificate.approved_by == f"policy: profile {profile.version} auto_return_to_service"
         )
     acme_wipe.refresh_from_db()
-    assert acme_wipe.status == WipeStatus.DONE
+    assert acme_wipe.status == WipeStatus.RETURNED
 
     globex.refresh_from_db()
     run = Run.objects.get(pk=runs[globex.pk].pk)
@@ -113,6 +113,10 @@ def test_a_tenant_allocation_comes_back_wiped_and_a_refusing_drive_is_quarantine
     assert "exited 5" in failed[0]["verification"]
     globex_wipe.refresh_from_db()
     assert globex_wipe.status == WipeStatus.FAILED
+    assert (globex_wipe.failed_node, globex_wipe.failure_reason) == (
+        globex,
+        f"erase failed on {refusing} (certificate {certificate.pk})",
+    )
     # Never back in the pool: a quarantined node cannot be approved into service.
     with pytest.raises(decisions.DecisionRefused):
         decisions.approve(globex, alice, reason="try", override=True)

@@ -12,6 +12,7 @@ from fleet.choices import NodeState
 from fleet.lifecycle import transition
 from provisioning.models import WipeRequest
 from provisioning.wipes import erase_finished, request_wipe
+from tests.api.conftest import client_for
 
 from .conftest import ALLOCATION, TENANT, allocated_node, drive_report
 
@@ -26,8 +27,15 @@ def test_alice_files_a_wipe_from_the_page(client, alice, nodes):
     client.force_login(alice)
     assert client.get(WIPES).status_code == 200
 
-    response = client.post(WIPES, _form([f"{nodes[0].serial},", nodes[1].serial]))
+    asked = client.post(WIPES, _form([f"{nodes[0].serial},", nodes[1].serial]))
 
+    # First the confirmation, naming the nodes and the tenant; nothing is filed yet.
+    page = asked.content.decode()
+    assert asked.status_code == 200 and not WipeRequest.objects.exists()
+    assert f"Erase 2 nodes of tenant {TENANT}?" in page and ALLOCATION in page
+    assert nodes[0].serial in page and nodes[1].serial in page
+    assert {n.state for n in nodes} == {NodeState.IN_SERVICE}
+    response = client.post(WIPES, _form([nodes[0].serial, nodes[1].serial], confirm="1"))
     assert response.status_code == 302 and response.url == WIPES
     wipe = WipeRequest.objects.get()
     assert (wipe.tenant, wipe.requested_by, wipe.nodes.count()) == (TENANT, alice, 2)
@@ -94,8 +102,22 @@ def test_the_certificate_prints(client, dora, certificate):
         "FAILED",
         "alice",
         ALLOCATION,
+        "This certificate covers the erase of the drives listed, and only that.",
+        f"is stated on wipe request {certificate.wipe_request_id}",
     ]:
         assert text in html, text
+
+
+def test_the_requests_page_names_the_node_that_failed_and_why(client, alice, certificate):
+    client.force_login(alice)
+    html = client.get(WIPES).content.decode()
+    node = certificate.node
+    assert f"{node.serial}: erase failed on {node.serial}-D1 (certificate {certificate.pk})" in html
+    assert f"{node.serial}: erase failed</span>" in html
+    body = client_for(alice).get(f"/api/v1/wipe-requests/{certificate.wipe_request_id}/").json()
+    assert body["status"]["value"] == "failed"
+    assert body["failed_node"]["serial"] == node.serial
+    assert body["failure_reason"].startswith(f"erase failed on {node.serial}-D1")
 
 
 def test_the_certificate_downloads_as_json(client, dora, certificate):
@@ -109,12 +131,11 @@ def test_the_certificate_downloads_as_json(client, dora, certificate):
 
 
 def test_the_api_certificate_states_every_field(dora, certificate):
-    from tests.api.conftest import client_for
-
     body = client_for(dora).get(f"/api/v1/wipe-certificates/{certificate.pk}/").json()
     assert body["node"]["serial"] == certificate.node.serial
     assert (body["tenant"], body["allocation_ref"]) == (TENANT, ALLOCATION)
     assert body["standard"] == "NIST SP 800-88 Rev. 1: Purge by cryptographic erase"
+    assert body["scope"].startswith("This certificate covers the erase of the drives listed, and")
     assert body["requested_by"] == "alice" and body["approved_by"] == ""
     assert body["started_at"] and body["finished_at"]
     assert {"model", "serial", "method", "tool", "result", "verification"} <= set(body["drives"][0])

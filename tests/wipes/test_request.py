@@ -140,10 +140,19 @@ def test_a_wipe_run_that_fails_before_the_erase_fails_its_request_until_retried(
     said = (
         Event.objects.filter(kind=EventKind.WIPE, data__wipe_request=wipe.pk).order_by("pk").last()
     )
-    assert "failed before the erase: drain failed" in said.message
+    assert f"failed: node {first.node.serial}: drain: the scheduler would not drain" in said.message
+    assert (wipe.failed_node, wipe.failure_reason) == (
+        first.node,
+        "drain: the scheduler would not drain the node",
+    )
     retry_run(Run.objects.get(pk=first.pk), actor=alice, reason="scheduler fixed")
     wipe.refresh_from_db()
-    assert wipe.status == WipeStatus.IN_PROGRESS
+    assert (wipe.status, wipe.failed_node, wipe.failure_reason) == (
+        WipeStatus.IN_PROGRESS,
+        None,
+        "",
+    )
     abort_run(Run.objects.get(pk=second.pk), actor=alice, reason="pulled from the rack")
     wipe.refresh_from_db()
     assert wipe.status == WipeStatus.FAILED
+    assert (wipe.failed_node, wipe.failure_reason) == (second.node, "aborted: pulled from the rack")

@@ -37,7 +37,19 @@ class Command(BaseCommand):
             help="the SHA-256 fingerprint you expect (from redfish_probe --insecure); refused "
             "if the BMC presents another",
         )
+        parser.add_argument(
+            "--plain-http-reason",
+            default="",
+            help="an http:// BMC is refused unless you say why it must be reached over plain "
+            "HTTP (its password then crosses the network unencrypted); recorded as an event",
+        )
         parser.add_argument("--timeout", type=float, default=10.0)
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="enroll even though the hardware does not match the SKU (needs --reason)",
+        )
+        parser.add_argument("--reason", default="", help="why a SKU mismatch is forced")
 
     def handle(self, *args, **options) -> None:
         password = options["password"] or os.environ.get(PASSWORD_ENV)
@@ -54,6 +66,9 @@ class Command(BaseCommand):
                 fingerprint=options["fingerprint"],
                 actor_label="enroll command",
                 timeout=options["timeout"],
+                plain_http_reason=options["plain_http_reason"],
+                force=options["force"],
+                reason=options["reason"],
             )
         except (EnrollmentError, RedfishError, ValueError) as exc:
             raise CommandError(str(exc)) from None
@@ -66,5 +81,6 @@ class Command(BaseCommand):
             "macs": node.mac_addresses,
             "cert_fingerprint": node.bmc_cert_fingerprint,
             "unsupported": result.unsupported,
+            "sku_differences": result.sku_differences,
         }
         self.stdout.write(json.dumps(summary, indent=2))

@@ -17,7 +17,10 @@ PASSWORD_ENV = "GREENLIGHT_BMC_PASSWORD"
 class Command(BaseCommand):
     help = (
         "Read a BMC over Redfish and print, as JSON, its system id, manufacturer, model, serial, "
-        "power state, boot override, BIOS attribute count, firmware inventory and MACs."
+        "power state, boot override, BIOS attribute count, firmware inventory (each entry placed: "
+        "kind, part, model; copies that do not run listed apart), MACs, GPUs, NICs, DPUs, drives "
+        "and every system the BMC serves. A node of a multi-node BMC is addressed by its system: "
+        "https://10.0.0.5/redfish/v1/Systems/Node1."
     )
 
     def add_arguments(self, parser) -> None:
@@ -44,6 +47,12 @@ class Command(BaseCommand):
                 "Verification is not switched off silently: the fingerprint is in the output."
             ),
         )
+        parser.add_argument(
+            "--plain-http",
+            action="store_true",
+            help="Allow an http:// BMC for this probe (refused otherwise): the password then "
+            "crosses the network unencrypted.",
+        )
         parser.add_argument("--timeout", type=float, default=10.0)
 
     def handle(self, *args, **options) -> None:
@@ -61,6 +70,7 @@ class Command(BaseCommand):
                 password,
                 fingerprint=fingerprint,
                 timeout=options["timeout"],
+                allow_plain_http=options["plain_http"],
             ) as client:
                 result = probe(client)
         except RedfishError as exc:

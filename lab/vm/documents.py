@@ -1,0 +1,78 @@
+"""The VM tier's SKU, golden manifest and acceptance profile, put into Greenlight as an operator would."""
+
+from __future__ import annotations
+
+import yaml
+
+from acceptance.models import AcceptanceProfile
+from fleet.models import Manifest, Sku
+
+from ..enrollment import publish
+
+SKU_NAME = "vm-qemu"
+OS_DISK = "/dev/sda"
+# What the emulated storage does under software emulation (VM-NODES.md: fio 4k random reads at
+# 8-10k IOPS); the bar proves the gate judges real fio output, not that QEMU is fast.
+STORAGE_THRESHOLDS = {"min_read_mbps": 5, "min_write_mbps": 5}
+
+
+def vm_sku(drive_count: int = 1) -> Sku:
+    sku, _ = Sku.objects.get_or_create(
+        name=SKU_NAME,
+        defaults={
+            "description": "QEMU VM behind sushy-tools' libvirt driver (the VM tier)",
+            "gpu_count": 0,
+            "nic_count": 0,
+            "nic_line_rate_gbps": 1,
+            "dpu_count": 0,
+            "drive_count": drive_count,
+            "nvlink_bandwidth_gbps": 0,
+        },
+    )
+    return sku
+
+
+def profile_yaml(version: str) -> str:
+    """Only the storage gate: a VM has no GPU, fabric or TPM quote to judge."""
+    document = {
+        "sku": SKU_NAME,
+        "version": version,
+        "description": "VM tier: the storage gate on the emulated NVMe",
+        "gates": [{"gate": "storage", "thresholds": STORAGE_THRESHOLDS}],
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def manifest_yaml(
+    version: str, *, iso: dict[str, str], os_image: dict[str, str], profile: str
+) -> str:
+    """Boot by virtual media; no firmware to flash, no BIOS settings; the tier's OS image."""
+    document = {
+        "sku": SKU_NAME,
+        "version": version,
+        "description": "VM tier: boot the ephemeral image by VirtualMedia, erase, write the OS",
+        "firmware": {},
+        "bios_settings": {},
+        "boot_order": ["Cd", "Hdd"],
+        # The SATA disk: the BMC's "Hdd" boot override boots the disks libvirt knows, and the
+        # NVMe is QEMU's own device (libvirt 9.0 has no NVMe disk), so it is the data drive.
+        "os_image": {**os_image, "disk": OS_DISK},
+        "ephemeral": {"boot": "virtual_media", "iso": iso},
+        "acceptance_profile": profile,
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def publish_vm_documents(*, iso: dict[str, str], os_image: dict[str, str]) -> Manifest:
+    """The VM SKU's profile and manifest, published (reused when unchanged); returns the manifest.
+
+    `iso` is {url, sha256}, `os_image` {url, sha256, signature}: the ISO's URL as Greenlight (on the host) fetches it,
+    the OS image's as the node's agent (in the guest) does.
+    """
+    sku = vm_sku()
+    profile = publish(AcceptanceProfile, sku, profile_yaml)
+    return publish(
+        Manifest,
+        sku,
+        lambda v: manifest_yaml(v, iso=iso, os_image=os_image, profile=profile.version),
+    )

@@ -1,0 +1,223 @@
+"""A VM-tier run: real VMs provisioned through Greenlight's real pipeline, over real Redfish.
+
+It builds (or reuses) the boot image, brings up libvirt, the VMs and one Redfish emulator per VM,
+starts Greenlight's processes (web, the agents' API over TLS, a worker, beat) as children,
+enrolls the VMs through Greenlight's own Redfish enrollment, starts a run on each and waits
+(polling the database) until every node is awaiting approval or failed. `manage.py vmlab` and
+the tier's test use it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bootimage.build import BuildResult, Recipe, build
+from fleet.choices import NodeState
+from fleet.lifecycle import RUN_STARTABLE_STATES
+from fleet.models import Node, Rack, Site
+from provisioning.choices import ACTIVE_RUN_STATUSES
+from provisioning.enrollment import enroll_node
+from provisioning.models import Run
+from provisioning.runs import abort_run, start_runs
+
+from .. import processes
+from .documents import publish_vm_documents, vm_sku
+from .packages import kvm_works
+from .pki import AgentApiPki, ensure_pki
+from .signing import ensure_signing_key
+from .summary import node_summary
+from .tier import VmTier
+
+GUEST_HOST = "10.0.2.2"  # the host as QEMU's user networking shows it to a guest
+SETTLED_STATES = (NodeState.AWAITING_APPROVAL, NodeState.FAILED)
+# QEMU 7.2's emulated NVMe under plain emulation completes I/O late while the one vCPU is busy:
+# with the default 30 s the guest aborted commands and reset the controller mid-fio, and the
+# storage gate read 0.3 MB/s. A slow emulated drive is waited for, not reset.
+GUEST_KERNEL_ARGS = "nvme_core.io_timeout=255"
+
+
+@dataclass
+class VmLabConfig:
+    nodes: int = 2
+    workdir: Path = Path("var/vmlab")
+    # Fixed, because the installed OS image carries the agents' API URL: a port that changed
+    # every run would rebuild the image every run.
+    agent_api_port: int = 18443
+    timeout_s: float = 900.0
+    concurrency: int = 4
+    # Where the boot image is built and kept (default: WORKDIR/image); tests share one cache.
+    image_dir: Path | None = None
+
+
+class VmLabRun:
+    """Context manager: everything is up inside the block; `run_pass()` does one pass."""
+
+    def __init__(self, config: VmLabConfig) -> None:
+        self.config = config
+        self.workdir = config.workdir.resolve()
+        self.pki: AgentApiPki | None = None
+        self.image: BuildResult | None = None
+        self.tier: VmTier | None = None
+        self.children: list = []
+        self.nodes: list[Node] = []
+        self.timings: dict[str, float | bool] = {}
+        self._logs: list = []
+
+    def _log(self, name: str):
+        path = self.workdir / "logs" / f"{name}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("ab")
+        self._logs.append(handle)
+        return handle
+
+    def __enter__(self) -> VmLabRun:
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self) -> None:
+        c = self.config
+        agent_api_url = f"https://{GUEST_HOST}:{c.agent_api_port}"
+        started = time.monotonic()
+        self.pki = ensure_pki(self.workdir / "pki")
+        signing = ensure_signing_key(self.workdir / "signing")
+        self.image = build(
+            Recipe(
+                ca_cert=self.pki.ca_cert,
+                host_os_url=agent_api_url,
+                trusted_keys=signing.public_keyring,
+                kernel_args=GUEST_KERNEL_ARGS,
+            ),
+            (c.image_dir or self.workdir / "image").resolve(),
+            log=self._log("image-build"),
+        )
+        self.timings["image_s"] = round(time.monotonic() - started, 1)
+        self.timings["image_reused"] = self.image.reused
+
+        started = time.monotonic()
+        kvm = kvm_works(self.image.path("vmlinuz"))
+        self.tier = VmTier(self.workdir / "tier", c.nodes, kvm=kvm)
+        self.tier.up()
+        self.timings["tier_up_s"] = round(time.monotonic() - started, 1)
+        self.timings["kvm"] = kvm
+
+        env = processes.child_env(
+            # Nodes reach the agents' API at the host's address on their user network; the
+            # emulators (on the host) fetch each node's ISO from the same server on loopback.
+            GREENLIGHT_AGENT_URL=agent_api_url,
+            ALLOWED_HOSTS=f"127.0.0.1,localhost,{GUEST_HOST}",
+            GREENLIGHT_AGENT_REQUIRE_TLS=1,
+            GREENLIGHT_BOOT_MEDIA_URL=f"https://127.0.0.1:{c.agent_api_port}",
+            GREENLIGHT_BOOT_MEDIA_DIR=str(self.workdir / "boot-media"),
+            GREENLIGHT_BOOT_IMAGE_DIR=str(self.image.out),
+            GREENLIGHT_STEP_LEASE_S=60,
+            GREENLIGHT_SWEEP_GRACE_S=10,
+            GREENLIGHT_SWEEP_SECONDS=5,
+        )
+        web, web_url = processes.start_web(env, log=self._log("web"))
+        self.children.append(web)
+        api, _ = processes.start_agent_api(
+            env,
+            port=c.agent_api_port,
+            log=self._log("agent-api"),
+            tls=(self.pki.server_cert, self.pki.server_key, self.pki.ca_cert),
+        )
+        self.children.append(api)
+        self.children.append(
+            processes.start_worker(
+                env, concurrency=c.concurrency, name="vmlab", log=self._log("worker")
+            )
+        )
+        self.children.append(
+            processes.start_beat(env, self.workdir / "beat-schedule", log=self._log("beat"))
+        )
+        # Greenlight serves the built images itself (/boot/v1/images/): the ISO to its own
+        # workers on loopback, the OS image to the nodes' agents over the agents' TLS server.
+        files = self.image.manifest["files"]
+        publish_vm_documents(
+            iso={
+                "url": f"{web_url}/boot/v1/images/ephemeral.iso",
+                "sha256": files["ephemeral.iso"]["sha256"],
+            },
+            os_image={
+                "url": f"{agent_api_url}/boot/v1/images/os.img",
+                "sha256": files["os.img"]["sha256"],
+                "signature": signing.sign(self.image.path("os.img")),
+            },
+        )
+        self.nodes = self._enroll()
+
+    def _enroll(self) -> list[Node]:
+        """Each VM through Greenlight's own Redfish enrollment, its BMC certificate pinned."""
+        site, _ = Site.objects.get_or_create(name="vm-tier")
+        rack, _ = Rack.objects.get_or_create(site=site, name="VM-R01", defaults={"height_u": 42})
+        nodes = []
+        for position, vm in enumerate(self.tier.nodes, start=1):
+            result = enroll_node(
+                vm.bmc.url,
+                vm.bmc.username,
+                vm.bmc.password,
+                sku=vm_sku(),
+                rack=rack,
+                position=position,
+                fingerprint=vm.bmc.fingerprint,
+                actor_label="vmlab",
+                timeout=30.0,
+            )
+            nodes.append(result.node)
+        # A run left active by an earlier vmlab that was stopped drives a VM that no longer
+        # exists (the tier recreates its VMs): end it, as an operator would.
+        for run in Run.objects.filter(node__in=nodes, status__in=ACTIVE_RUN_STATUSES):
+            abort_run(run, actor=None, reason="vmlab restarted; its VMs were recreated")
+        return nodes
+
+    def __exit__(self, *exc_info: object) -> None:
+        for proc in reversed(self.children):
+            processes.stop(proc)
+        self.children.clear()
+        if self.tier:
+            self.tier.down()
+        for handle in self._logs:
+            handle.close()
+        self._logs.clear()
+
+    # -- passes ----------------------------------------------------------------------------
+
+    def run_pass(self) -> dict[str, Any]:
+        """Start a run on every node; wait until each is awaiting approval or failed."""
+        nodes = Node.objects.filter(
+            pk__in=[n.pk for n in self.nodes], state__in=RUN_STARTABLE_STATES
+        ).select_related("rack", "sku")
+        marks = {vm.spec.name: vm.spec.console_log.stat().st_size for vm in self.tier.nodes}
+        started = time.monotonic()
+        runs, refused = start_runs(nodes.order_by("pk"))
+        if refused:
+            raise RuntimeError(f"runs refused to start: {refused}")
+        finished = self._wait(runs)
+        return {
+            "finished": finished,
+            "seconds": round(time.monotonic() - started, 1),
+            "nodes": [
+                node_summary(node, runs.get(node.pk), vm, marks[vm.spec.name])
+                for node, vm in zip(self.nodes, self.tier.nodes, strict=True)
+            ],
+        }
+
+    def _wait(self, runs: dict[int, Run], poll_s: float = 2.0) -> bool:
+        deadline = time.monotonic() + self.config.timeout_s
+        ids = [run.pk for run in runs.values()]
+        while time.monotonic() < deadline:
+            active = Run.objects.filter(pk__in=ids, status__in=ACTIVE_RUN_STATUSES)
+            if not active.exists():
+                return True
+            settled = Node.objects.filter(pk__in=runs.keys(), state__in=SETTLED_STATES)
+            if settled.count() == len(runs):
+                return True
+            time.sleep(poll_s)
+        return False

@@ -1,0 +1,175 @@
+"""Boot credentials: the one secret that earns an agent its session.
+
+Greenlight mints one per run for the ephemeral environment and puts it only into the boot medium
+it made for that node (the per-node ISO's kernel command line, or the per-node iPXE script); for
+the installed OS, os_install hands one to the agent, which writes it into the install record on
+the boot disk. Serial and MACs, which anyone with a DCIM token can read, earn nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from fleet.models import Node
+
+from .boot_media import format_kernel_args
+from .choices import ACTIVE_RUN_STATUSES, AgentEnvironment
+from .models import BootCredential, Run
+
+
+def derive(message: str) -> str:
+    """A secret derived from the server's key and `message` (tokens and credentials alike)."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), message.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def derive_secret(node_id: int, nonce: str) -> str:
+    """The credential's secret: derived from the server's key, so it is never stored."""
+    return derive(f"greenlight-boot:{node_id}:{nonce}")
+
+
+def secret_of(credential: BootCredential) -> str:
+    return derive_secret(credential.node_id, credential.nonce)
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+# A command parameter naming a host credential by id: the secret itself is put in only when the
+# agent's poll takes the command, so no secret is ever stored in a command row.
+HOST_CREDENTIAL_ID = "host_credential_id"
+HOST_CREDENTIAL = "host_credential"
+
+
+def with_secrets(params: dict) -> dict:
+    """A command's params as the agent gets them: a credential id replaced by its secret."""
+    credential_id = params.get(HOST_CREDENTIAL_ID)
+    if credential_id is None:
+        return params
+    credential = BootCredential.objects.filter(pk=credential_id, revoked_at__isnull=True).first()
+    delivered = {k: v for k, v in params.items() if k != HOST_CREDENTIAL_ID}
+    delivered[HOST_CREDENTIAL] = secret_of(credential) if credential else ""
+    return delivered
+
+
+def _mint(node: Node, run: Run | None, environment: str) -> BootCredential:
+    nonce = secrets.token_hex(16)
+    return BootCredential.objects.create(
+        node=node,
+        run=run,
+        environment=environment,
+        nonce=nonce,
+        secret_hash=hash_secret(derive_secret(node.pk, nonce)),
+        media_key=secrets.token_urlsafe(24),
+    )
+
+
+def ephemeral_credential(run: Run) -> BootCredential:
+    """The run's ephemeral credential, minted on its first boot into the ephemeral environment.
+
+    Every reboot of the run into the same medium presents the same credential; it dies with the
+    run (see `redeem`).
+    """
+    with transaction.atomic():
+        Run.objects.select_for_update().filter(pk=run.pk).first()
+        existing = BootCredential.objects.filter(
+            run=run, environment=AgentEnvironment.EPHEMERAL, revoked_at__isnull=True
+        ).first()
+        return existing or _mint(run.node, run, AgentEnvironment.EPHEMERAL)
+
+
+def mint_host_credential(node: Node, run: Run | None) -> tuple[BootCredential, str]:
+    """A new credential for the node's installed OS; older ones are revoked with the old OS."""
+    with transaction.atomic():
+        BootCredential.objects.filter(
+            node=node, environment=AgentEnvironment.HOST_OS, revoked_at__isnull=True
+        ).update(revoked_at=timezone.now())
+        credential = _mint(node, run, AgentEnvironment.HOST_OS)
+    return credential, secret_of(credential)
+
+
+def redeem(secret: str, environment: str) -> BootCredential | None:
+    """The live credential this secret is, for this environment; None if it is no such thing."""
+    if not secret:
+        return None
+    credential = (
+        BootCredential.objects.select_related("node__rack", "run")
+        .filter(secret_hash=hash_secret(secret), revoked_at__isnull=True)
+        .first()
+    )
+    if credential is None or credential.environment != environment:
+        return None
+    if credential.run is not None and credential.environment == AgentEnvironment.EPHEMERAL:
+        if credential.run.status not in ACTIVE_RUN_STATUSES:
+            return None
+    return credential
+
+
+def by_media_key(media_key: str) -> BootCredential | None:
+    """The live ephemeral credential whose boot medium is named `media_key`."""
+    credential = (
+        BootCredential.objects.select_related("node", "run")
+        .filter(
+            media_key=media_key,
+            environment=AgentEnvironment.EPHEMERAL,
+            revoked_at__isnull=True,
+            run__status__in=ACTIVE_RUN_STATUSES,
+        )
+        .first()
+    )
+    return credential
+
+
+def ephemeral_for_mac(mac: str) -> BootCredential | None:
+    """The live ephemeral credential of the node that owns `mac` (the iPXE script's lookup)."""
+    wanted = normalise_mac(mac)
+    if not wanted:
+        return None
+    live = BootCredential.objects.select_related("node", "run__manifest").filter(
+        environment=AgentEnvironment.EPHEMERAL,
+        revoked_at__isnull=True,
+        run__status__in=ACTIVE_RUN_STATUSES,
+    )
+    for credential in live.order_by("-created_at"):
+        if wanted in {normalise_mac(m) for m in credential.node.mac_addresses}:
+            return credential
+    return None
+
+
+def normalise_mac(mac: str) -> str:
+    text = str(mac).strip().lower().replace("-", ":")
+    parts = text.split(":")
+    if len(parts) != 6 or not all(
+        len(p) == 2 and all(c in "0123456789abcdef" for c in p) for p in parts
+    ):
+        return ""
+    return text
+
+
+def kernel_args(credential: BootCredential) -> str:
+    """The words the ephemeral kernel's command line needs to find and join Greenlight."""
+    return format_kernel_args(
+        {
+            "greenlight.url": settings.GREENLIGHT_AGENT_URL,
+            "greenlight.credential": secret_of(credential),
+            "greenlight.environment": credential.environment,
+        }
+    )
+
+
+def live_media_keys() -> set[str]:
+    """The media keys of every live ephemeral credential (their ISOs are still wanted)."""
+    live = BootCredential.objects.filter(
+        environment=AgentEnvironment.EPHEMERAL,
+        revoked_at__isnull=True,
+        run__status__in=ACTIVE_RUN_STATUSES,
+    )
+    return set(live.values_list("media_key", flat=True))

@@ -1,0 +1,113 @@
+"""The boot image recipe's inputs: the machine's mirror, the cache keys, what each build adds."""
+
+from __future__ import annotations
+
+import ast
+import stat
+from pathlib import Path
+
+import pytest
+
+from bootimage.build import Recipe, _overlay_tree, base_key, image_key
+from bootimage.debian import BuildError, _deb822_fields, debian_source
+
+KERNEL = ("linux-image-6.1.0-56-amd64", "6.1.192-2")
+
+
+@pytest.fixture
+def apt_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setattr("bootimage.debian.os_suite", lambda: "bookworm")
+    (tmp_path / "sources.list.d").mkdir()
+    return tmp_path
+
+
+def test_the_mirror_is_read_from_deb822_sources_skipping_security(apt_dir):
+    (apt_dir / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://security.example/debian-security\nSuites: bookworm-security\n"
+        "Components: main\n\n"
+        "Types: deb\n# a comment\nURIs: http://mirror.example/debian/\nSuites: bookworm bookworm-updates\n"
+        "Components: main\n"
+    )
+    source = debian_source(apt_dir)
+    assert (source.mirror, source.suite) == ("http://mirror.example/debian", "bookworm")
+
+
+def test_the_mirror_is_read_from_one_line_sources(apt_dir):
+    (apt_dir / "sources.list").write_text(
+        "# deb http://old.example/debian bookworm main\n"
+        "deb [signed-by=/usr/share/keyrings/k.gpg] http://mirror.example/debian bookworm main\n"
+    )
+    assert debian_source(apt_dir).mirror == "http://mirror.example/debian"
+
+
+def test_no_mirror_for_the_suite_is_a_clear_error(apt_dir):
+    (apt_dir / "sources.list").write_text("deb http://mirror.example/debian trixie main\n")
+    with pytest.raises(BuildError, match="no Debian mirror for bookworm"):
+        debian_source(apt_dir)
+
+
+def test_deb822_continuation_lines_join():
+    fields = _deb822_fields("Types: deb\nURIs: http://a.example/\n http://b.example/\nSuites: x")
+    assert fields["uris"] == "http://a.example/ http://b.example/"
+
+
+def _recipe(tmp_path: Path, ca: bytes = b"CA-1", agent_code: str = "x = 1\n", **kw) -> Recipe:
+    (tmp_path / "ca.pem").write_bytes(ca)
+    agent = tmp_path / "agent"
+    agent.mkdir(exist_ok=True)
+    (agent / "__init__.py").write_text(agent_code)
+    return Recipe(ca_cert=tmp_path / "ca.pem", agent_dir=agent, **kw)
+
+
+def test_the_image_key_follows_agent_code_ca_and_os_url_but_the_base_key_does_not(tmp_path):
+    first = _recipe(tmp_path)
+    base = base_key(first, "bookworm", KERNEL)
+    key = image_key(first, base)
+
+    assert image_key(_recipe(tmp_path), base) == key  # same inputs, same key
+    # Each recipe rewrites the files: compare before making the next.
+    for change in (
+        {"agent_code": "x = 2\n"},
+        {"ca": b"CA-2"},
+        {"host_os_url": "https://10.0.2.2:18443"},
+    ):
+        changed = _recipe(tmp_path, **change)
+        assert base_key(changed, "bookworm", KERNEL) == base, change
+        assert image_key(changed, base) != key, change
+    more = _recipe(tmp_path, extra_packages=("sedutil",))
+    assert base_key(more, "bookworm", KERNEL) != base
+    assert base_key(first, "bookworm", ("linux-image-6.1.0-57-amd64", "6.1.200-1")) != base
+
+
+def test_each_build_adds_init_the_ca_the_agent_and_the_trusted_keys(tmp_path):
+    keys = tmp_path / "keys.gpg"
+    keys.write_bytes(b"public keys")
+    recipe = _recipe(tmp_path, trusted_keys=keys)
+    (recipe.agent_dir / "__pycache__").mkdir()
+    (recipe.agent_dir / "__pycache__" / "x.pyc").write_bytes(b"")
+
+    root = _overlay_tree(recipe, tmp_path / "overlay")
+
+    assert (root / "init").stat().st_mode & stat.S_IXUSR
+    assert (root / "etc/greenlight/ca.pem").read_bytes() == b"CA-1"
+    assert (root / "opt/greenlight/agent/__init__.py").read_text() == "x = 1\n"
+    assert not (root / "opt/greenlight/agent/__pycache__").exists()
+    assert (root / "root/.gnupg/trustedkeys.kbx").read_bytes() == b"public keys"
+    init = (root / "init").read_text()
+    assert "cd /opt/greenlight" in init and "python3 -m agent" in init
+    assert "modprobe t10-pi" in init  # before nvme, or there is no /dev/nvme0
+
+
+def test_bootimage_stands_alone():
+    """Production tooling a site runs on a build host: no Django app, no lab, no test code."""
+    package = Path(__file__).resolve().parents[2] / "bootimage"
+    imported: set[str] = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module.split(".")[0])
+    forbidden = {"lab", "fleet", "provisioning", "acceptance", "greenlight", "django", "tests"}
+    assert imported & forbidden == set()
+    assert "subprocess" in imported  # it really drives the tools, not a stand-in

@@ -1,0 +1,65 @@
+"""How often an agent is told to poll: often only when its next command is likely soon."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from provisioning import agent_link
+from provisioning.agent_sessions import CheckIn, check_in, poll, poll_interval
+from provisioning.boot_credentials import ephemeral_credential, secret_of
+from provisioning.models import AgentCommand, AgentSession
+from tests.support.scenes import make_run
+
+
+@pytest.fixture
+def polling(settings, node):
+    settings.GREENLIGHT_AGENT_POLL_S = 2.0
+    settings.GREENLIGHT_AGENT_IDLE_POLL_S = 30.0
+    settings.GREENLIGHT_TIME_SCALE = 1.0
+    run = make_run(node, phases_done=2)
+    claim = CheckIn(
+        node.serial, node.mac_addresses, "b1", "ephemeral", secret_of(ephemeral_credential(run))
+    )
+    session, _ = check_in(claim)
+    return run, session
+
+
+def _age(session: AgentSession, seconds: float) -> None:
+    AgentSession.objects.filter(pk=session.pk).update(
+        created_at=timezone.now() - timedelta(seconds=seconds)
+    )
+
+
+def test_short_after_check_in_then_settled(polling, node):
+    run, session = polling
+    assert poll_interval(node.pk) == 2.0
+    _age(session, 600)
+    assert poll_interval(node.pk) == 10.0
+
+
+def test_long_while_a_command_runs_and_short_after_it_finishes(polling, node):
+    run, session = polling
+    _age(session, 600)
+    command = agent_link.send(session, run, "secure_erase", "secure_erase", {})
+    commands, told = poll(session, set())
+    assert [c["id"] for c in commands] == [command.pk]
+    assert told == 30.0
+    AgentCommand.objects.filter(pk=command.pk).update(status="done", finished_at=timezone.now())
+    assert poll_interval(node.pk) == 2.0
+
+
+def test_idle_without_a_run_and_gone_after_four_missed_polls(polling, node):
+    run, session = polling
+    run.status = "succeeded"
+    run.save(update_fields=["status"])
+    _, told = poll(session, set())
+    assert told == 30.0
+    session.refresh_from_db()
+    assert agent_link.is_alive(node) == session
+    AgentSession.objects.filter(pk=session.pk).update(
+        expected_by=timezone.now() - timedelta(seconds=1)
+    )
+    assert agent_link.is_alive(node) is None

@@ -1,0 +1,54 @@
+"""What booting nodes fetch: each node's iPXE script carries that node's credential only."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from agent import boot_args
+from provisioning.boot_credentials import ephemeral_credential, secret_of
+from provisioning.boot_path import BootMethod, boot_method
+from tests.factories import make_node
+from tests.support.scenes import make_run
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+def _script(live_server, mac: str) -> httpx.Response:
+    return httpx.get(f"{live_server.url}/boot/v1/ipxe", params={"mac": mac}, timeout=10)
+
+
+def test_each_nodes_ipxe_script_carries_its_own_credential_only(live_server, rack, manifest):
+    alpha, beta = make_node(rack=rack), make_node(rack=rack)
+    secrets = {}
+    for node in (alpha, beta):
+        secrets[node.serial] = secret_of(ephemeral_credential(make_run(node, phases_done=2)))
+
+    answer = _script(live_server, alpha.mac_addresses[0].upper().replace(":", "-"))
+    assert answer.status_code == 200
+    assert answer.text.startswith("#!ipxe")
+    args = boot_args.parse(answer.text.replace("\n", " "))
+    assert args.credential == secrets[alpha.serial]
+    assert args.environment == "ephemeral"
+    assert secrets[beta.serial] not in answer.text
+    kernel = manifest.spec["ephemeral"]["kernel"]["url"]
+    assert f"kernel {kernel} " in answer.text
+
+    other = _script(live_server, "02:aa:bb:cc:dd:ee")
+    assert other.status_code == 404
+    assert all(secret not in other.text for secret in secrets.values())
+    assert _script(live_server, "not-a-mac").status_code == 404
+
+
+def test_a_node_without_a_live_run_gets_no_script(live_server, rack, manifest):
+    node = make_node(rack=rack)
+    run = make_run(node, phases_done=2)
+    ephemeral_credential(run)
+    run.status = "succeeded"
+    run.save(update_fields=["status"])
+    assert _script(live_server, node.mac_addresses[0]).status_code == 404
+
+
+def test_the_boot_method_is_the_manifests(manifest):
+    assert boot_method({}) == BootMethod.PXE
+    assert boot_method({"ephemeral": {"boot": "virtual_media"}}) == BootMethod.VIRTUAL_MEDIA
