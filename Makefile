@@ -31,6 +31,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) .ci/typecheck
 
 # The benchmark measures the production set-up: PostgreSQL and a real Redis (the machine's own
 # unless BENCH_DATABASE_URL / BENCH_REDIS_URL say otherwise). Its database is dropped and created.

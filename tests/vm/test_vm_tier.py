@@ -8,6 +8,7 @@ libvirt refusing), this test fails and says why: it never skips.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -33,6 +34,20 @@ def _why(summary: dict) -> str:
     )
 
 
+def _report(name: str, result: dict) -> None:
+    """Print a pass in full: pytest shows it with a failure, where an assertion message is cut."""
+    print(f"== {name}: finished={result['finished']} in {result['seconds']} s")
+    for summary in result["nodes"]:
+        print(json.dumps({k: v for k, v in summary.items() if k != "phases"}, default=str))
+        for phase in summary.get("phases", []):
+            if phase["status"] != "pending":
+                print(f"   {phase['phase']:<24} {phase['status']:<10} {phase['seconds']}")
+        if not result["finished"]:
+            console = Path(summary["console_log"])
+            tail = console.read_text(errors="replace")[-3000:] if console.exists() else ""
+            print(f"-- {summary['vm']} console tail:\n{tail}")
+
+
 def _require_tier() -> None:
     problems = []
     if os.geteuid() != 0:
@@ -54,6 +69,7 @@ def test_two_vms_reach_awaiting_approval_and_the_second_pass_skips(tmp_path):
     config = VmLabConfig(nodes=2, workdir=tmp_path, image_dir=IMAGE_DIR, timeout_s=600)
     with VmLabRun(config) as lab:
         first = lab.run_pass()
+        _report("pass 1", first)
         by_serial = {n["serial"]: n for n in first["nodes"]}
 
         # The boot path: each VM booted its own ISO by virtual media and its agent checked in
@@ -81,6 +97,7 @@ def test_two_vms_reach_awaiting_approval_and_the_second_pass_skips(tmp_path):
             assert AgentSession.objects.filter(node=node, environment="host_os").exists()
 
         second = lab.run_pass()
+        _report("pass 2", second)
         assert second["finished"], [_why(n) for n in second["nodes"]]
         for summary in second["nodes"]:
             assert summary["final_state"] == NodeState.AWAITING_APPROVAL, _why(summary)
