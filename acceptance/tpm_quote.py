@@ -264,6 +264,16 @@ def _description(event: dict[str, Any]) -> str:
     return str(body or "")[:80]
 
 
+def _digests(event: dict[str, Any]) -> dict[str, str]:
+    """An event's digests by bank: a crypto-agile log lists them, a TPM 1.2-format log has sha1."""
+    listed = event.get("Digests")
+    if isinstance(listed, list):
+        return {
+            str(d.get("AlgorithmId")): str(d.get("Digest")) for d in listed if isinstance(d, dict)
+        }
+    return {"sha1": str(event["Digest"])} if "Digest" in event else {}
+
+
 def replay_event_log(log: bytes, bank: str) -> tuple[dict[int, str], list[LogEvent], str | None]:
     """Replay a UEFI event log with tpm2_eventlog: ({pcr: value}, extended events, error)."""
     with tempfile.TemporaryDirectory(prefix="greenlight-tpm-") as tmp:
@@ -275,8 +285,10 @@ def replay_event_log(log: bytes, bank: str) -> tuple[dict[int, str], list[LogEve
     pcrs = {int(p): _hex(v) for p, v in ((printed.get("pcrs") or {}).get(bank) or {}).items()}
     events = []
     for event in printed.get("events") or []:
-        digests = {d.get("AlgorithmId"): d.get("Digest") for d in event.get("Digests") or []}
-        if event.get("EventType") == "EV_NO_ACTION" or bank not in digests:
+        if not isinstance(event, dict) or event.get("EventType") == "EV_NO_ACTION":
+            continue
+        digests = _digests(event)
+        if bank not in digests:
             continue
         events.append(
             LogEvent(
@@ -426,7 +438,10 @@ def check_evidence(
     size = len(next(iter(quoted.values()), "")) or 64
     findings = replay_findings(quoted, replayed, size)
     seen = measurements_seen(events, golden)
-    metrics.update(measurements=seen, secure_boot=secure_boot_state(events))
+    # Only a log that replays to every quoted PCR may be pinned as a reference's golden values.
+    metrics.update(
+        measurements=seen, secure_boot=secure_boot_state(events), log_replays=not findings
+    )
     if golden:
         untrusted = {int(f.part.split()[-1]) for f in findings}
         findings += golden_findings(seen, golden, untrusted)

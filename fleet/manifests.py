@@ -227,6 +227,7 @@ def parse_manifest(text: str) -> ParsedDocument:
         "ephemeral": ephemeral,
         "acceptance_profile": profile,
         "timeouts": timeouts,
-        "attestation": attestation,
     }
+    if attestation is not None:
+        spec["attestation"] = attestation
     return ParsedDocument(sku=sku, version=version, spec=spec)

@@ -61,6 +61,9 @@ MEASUREMENTS: dict[str, Selector] = {
     "kernel": Selector(9, ("EV_IPL",), r"(^|/)(vmlinuz|vmlinux|bzimage|kernel)[^/]*$"),
     "initramfs": Selector(9, ("EV_IPL",), r"(^|/)(initrd|initramfs)[^/]*$"),
 }
+# The PCRs quoted when the manifest names none yet (a reference node before its recording):
+# firmware, its configuration, option ROMs, the boot manager, Secure Boot, GRUB's reads.
+DEFAULT_PCRS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
 # What a reference node's recording pins when the admin names nothing else.
 DEFAULT_MEASURED = ("firmware", "bootloader", "secure_boot", "kernel", "initramfs")
 DIGEST_SIZES = {"sha1": 40, "sha256": 64, "sha384": 96, "sha512": 128}
