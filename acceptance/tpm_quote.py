@@ -425,7 +425,9 @@ def check_evidence(
         quoted, findings = verify_quote(evidence.get("quote") or {}, ak, challenge)
         if findings:
             return findings, metrics
-        metrics.update(quote_verified=True, pcrs={str(p): v for p, v in quoted.items()})
+        metrics.update(
+            quote_verified=True, bank=challenge.bank, pcrs={str(p): v for p, v in quoted.items()}
+        )
         log = unpack_log(evidence.get("event_log"))
     except (EvidenceRefused, ValueError) as exc:
         return [_quote_finding(str(exc), "evidence")], metrics
