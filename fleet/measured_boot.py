@@ -64,7 +64,9 @@ MEASUREMENTS: dict[str, Selector] = {
 # The PCRs quoted when the manifest names none yet (a reference node before its recording):
 # firmware, its configuration, option ROMs, the boot manager, Secure Boot, GRUB's reads.
 DEFAULT_PCRS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
-# What a reference node's recording pins when the admin names nothing else.
+# What a reference node's recording pins when the admin names nothing else. Not the kernel
+# command line: the ephemeral environment's carries the node's own boot credential, so no two
+# nodes measure the same one (a manifest may still pin it, for an installed OS).
 DEFAULT_MEASURED = ("firmware", "bootloader", "secure_boot", "kernel", "initramfs")
 DIGEST_SIZES = {"sha1": 40, "sha256": 64, "sha384": 96, "sha512": 128}
 HEX = re.compile(r"^[0-9a-f]+$")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
@@ -39,12 +40,14 @@ def upstream(name: str) -> dict:
     return yaml.load((SAMPLES / f"{name}.bin.yaml").read_text(), Loader=Loader)
 
 
-def measure_boot(tpm: SoftwareTpm, name: str) -> None:
-    """Extend the TPM's PCRs as the machine that recorded `name` did while it booted."""
+def measure_boot(tpm: SoftwareTpm, name: str, swap: dict[str, str] | None = None) -> None:
+    """Extend the TPM's PCRs as the machine that recorded `name` did while it booted (with the
+    sha256 digests in `swap` measured in place of the recorded ones)."""
     for event in upstream(name)["events"]:
         digests = {d["AlgorithmId"]: d["Digest"] for d in event.get("Digests") or []}
         if event["EventType"] != "EV_NO_ACTION" and "sha256" in digests:
-            tpm.extend(int(event["PCRIndex"]), "sha256", digests["sha256"])
+            digest = (swap or {}).get(digests["sha256"], digests["sha256"])
+            tpm.extend(int(event["PCRIndex"]), "sha256", digest)
 
 
 def golden_from(name: str, measured=DEFAULT_MEASURED) -> dict:
@@ -64,14 +67,16 @@ def golden_from(name: str, measured=DEFAULT_MEASURED) -> dict:
 class Node:
     """A node: a software TPM, the agent's TPM code, and the event log its kernel exposes."""
 
-    def __init__(self, tpm: SoftwareTpm, root: Path, log: str | None):
+    def __init__(self, tpm: SoftwareTpm, root: Path, log: str | bytes | None):
         self.tpm = tpm
         self.sys_root = root / "sys"
         self.agent = agent_tpm.Tpm(tpm.tcti, root / "agent")
         if log is not None:
             path = self.sys_root / agent_tpm.EVENT_LOG
             path.parent.mkdir(parents=True)
-            path.write_bytes((SAMPLES / f"{log}.bin").read_bytes())
+            path.write_bytes(
+                log if isinstance(log, bytes) else (SAMPLES / f"{log}.bin").read_bytes()
+            )
 
     def answer(self, params: dict) -> dict:
         return asyncio.run(agent_tpm.evidence(params, self.agent, self.sys_root))
@@ -203,6 +208,33 @@ def test_another_boot_chain_names_the_pcr_and_the_measurement(tmp_path):
     kernel = next(m for m in messages if m.startswith("PCR 9: kernel measurement"))
     assert "vmlinuz-5.14.0-130.el9.x86_64" in kernel and "not in the golden set" in kernel
     assert {f.part for f in verdict.findings} >= {"PCR 4", "PCR 9", "PCR 0", "PCR 7"}
+
+
+def test_a_changed_initramfs_fails_naming_pcr_9_and_the_initramfs(tmp_path):
+    # The same machine, its initramfs one byte different: GRUB measures (and logs) another digest.
+    recorded = next(
+        e
+        for e in upstream("event-bootorder")["events"]
+        if e["PCRIndex"] == "9" and "initrd" in str(e.get("Event"))
+    )
+    old = next(d["Digest"] for d in recorded["Digests"] if d["AlgorithmId"] == "sha256")
+    new = hashlib.sha256(b"an initramfs with one byte changed").hexdigest()
+    log = (SAMPLES / "event-bootorder.bin").read_bytes()
+    assert log.count(bytes.fromhex(old)) == 1
+    with software_tpm(tmp_path) as tpm:
+        measure_boot(tpm, "event-bootorder", swap={old: new})
+        node = Node(tpm, tmp_path, log.replace(bytes.fromhex(old), bytes.fromhex(new)))
+        golden = golden_from("event-bootorder")
+        evidence, challenge = node.attest(golden)
+    verdict = judge(evidence, challenge, golden)
+    assert verdict.verdict == "fail"
+    assert [(f.part, f.message) for f in verdict.findings] == [
+        (
+            "PCR 9",
+            f"PCR 9: initramfs measurement {new[:8]}… (/boot/initrd.img-5.4.0-45-generic) not in "
+            "the golden set",
+        )
+    ]
 
 
 def test_a_missing_measurement_fails(tmp_path):
