@@ -17,6 +17,7 @@ import base64
 import binascii
 import gzip
 import hashlib
+import io
 import secrets
 import shutil
 import subprocess
@@ -39,6 +40,8 @@ AK_ATTRIBUTES = {"fixedtpm", "fixedparent", "sensitivedataorigin", "restricted",
 TPM_GENERATED = "ff544347"
 ATTEST_QUOTE = "8018"
 TOOL_TIMEOUT_S = 60
+# A UEFI event log is tens of KiB; a server's with many option ROMs a few hundred.
+MAX_LOG_BYTES = 16 * 1024 * 1024
 # Every scalar as the tool printed it: a safe loader would read 8018 or 0x00ab… as numbers.
 Loader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
@@ -60,9 +63,13 @@ def require_tools() -> None:
 
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
     require_tools()
-    return subprocess.run(
-        cmd, cwd=cwd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False
-    )
+    try:
+        return subprocess.run(
+            cmd, cwd=cwd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        # The inputs are the node's: one that keeps a tool busy this long is refused.
+        raise EvidenceRefused(f"{cmd[0]} took longer than {TOOL_TIMEOUT_S} s") from None
 
 
 def _said(done: subprocess.CompletedProcess) -> str:
@@ -307,10 +314,16 @@ def unpack_log(entry: Any) -> bytes | None:
     """A log the agent sent ({gzip_b64}) as bytes; None where it sent none."""
     if not isinstance(entry, dict) or not entry.get("gzip_b64"):
         return None
+    packed = io.BytesIO(_decode(entry["gzip_b64"], "the event log"))
     try:
-        return gzip.decompress(_decode(entry["gzip_b64"], "the event log"))
+        with gzip.GzipFile(fileobj=packed) as unpacked:
+            data = unpacked.read(MAX_LOG_BYTES + 1)
     except (OSError, EOFError):
         raise EvidenceRefused("the event log is not gzip data") from None
+    # Read no further than a real log's size: a small gzip can unpack to gigabytes.
+    if len(data) > MAX_LOG_BYTES:
+        raise EvidenceRefused(f"the event log unpacks to more than {MAX_LOG_BYTES} bytes")
+    return data
 
 
 def replay_findings(quoted: dict[int, str], replayed: dict[int, str], size: int) -> list[Finding]:
@@ -422,7 +435,10 @@ def check_evidence(
         if hashlib.sha256(secret).hexdigest() != challenge.secret_sha256:
             why = "the AK is not bound to the node's EK: the credential did not activate"
             return [_quote_finding(why, "ak_not_bound")], metrics
-        quoted, findings = verify_quote(evidence.get("quote") or {}, ak, challenge)
+        quote = evidence.get("quote")
+        if not isinstance(quote, dict):
+            raise EvidenceRefused("the node sent no quote")
+        quoted, findings = verify_quote(quote, ak, challenge)
         if findings:
             return findings, metrics
         metrics.update(
@@ -432,9 +448,14 @@ def check_evidence(
     except (EvidenceRefused, ValueError) as exc:
         return [_quote_finding(str(exc), "evidence")], metrics
     if log is None:
-        why = (evidence.get("event_log") or {}).get("missing", "the node sent none")
-        return [_quote_finding(f"no UEFI event log: {why}", "event_log_missing")], metrics
-    replayed, events, error = replay_event_log(log, challenge.bank)
+        sent = evidence.get("event_log")
+        why = sent.get("missing") if isinstance(sent, dict) else None
+        return [_quote_finding(f"no UEFI event log: {why or 'the node sent none'}",
+                               "event_log_missing")], metrics  # fmt: skip
+    try:
+        replayed, events, error = replay_event_log(log, challenge.bank)
+    except EvidenceRefused as exc:
+        replayed, events, error = {}, [], str(exc)
     if error:
         return [_quote_finding(error, "event_log")], metrics
     size = len(next(iter(quoted.values()), "")) or 64

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import gzip
 import hashlib
 import json
 import os
@@ -13,14 +15,18 @@ import yaml
 
 from acceptance.attestation import judge_attestation, tpm_required
 from acceptance.tpm_quote import (
+    Challenge,
+    EvidenceRefused,
     LogEvent,
     TpmToolsMissing,
+    check_evidence,
     golden_findings,
     measurements_seen,
     replay_event_log,
     replay_findings,
     require_tools,
     secure_boot_state,
+    unpack_log,
 )
 from agent import tpm as agent_tpm
 from tests.support.swtpm import require_tpm_tools
@@ -171,3 +177,19 @@ def test_a_log_too_big_for_one_result_is_said_missing(tmp_path, monkeypatch):
     monkeypatch.setattr(agent_tpm, "MAX_LOG_BYTES", 1024)
     assert "over what one result carries" in agent_tpm.read_log(path)["missing"]
     assert "does not exist" in agent_tpm.read_log(tmp_path / "none")["missing"]
+
+
+def test_a_log_that_unpacks_past_any_real_log_is_refused():
+    bomb = gzip.compress(b"\0" * (17 * 1024 * 1024))
+    with pytest.raises(EvidenceRefused, match="unpacks to more than"):
+        unpack_log({"gzip_b64": base64.b64encode(bomb).decode()})
+    with pytest.raises(EvidenceRefused, match="not gzip data"):
+        unpack_log({"gzip_b64": base64.b64encode(b"plain").decode()})
+    assert unpack_log({"missing": "no log"}) is None
+
+
+def test_evidence_of_the_wrong_shape_is_a_finding_not_a_crash():
+    challenge = Challenge("ab", "sha256", [9], EMPTY_SHA256, "", "")
+    for broken in ({"ek_public": "%%%"}, {"ek_public": "", "ak_public": "AAAA"}):
+        findings, metrics = check_evidence(broken, challenge, None)
+        assert [f.code for f in findings] == ["evidence"] and not metrics["quote_verified"]
