@@ -21,7 +21,12 @@ GATES: tuple[GateSpec, ...] = (
         GateName.ATTESTATION,
         ("attestation",),
         False,
-        {"require_signature": "the booted image's signature must verify (1 = yes)"},
+        {
+            "require_signature": "the booted image's signature must verify (1 = yes)",
+            "require_tpm": "a node must attest with a TPM quote (1 = yes, 0 = a node without "
+            "one passes with a 'not attested' finding); unset: yes where the manifest pins "
+            "golden measurements",
+        },
     ),
     GateSpec(
         GateName.GPU_HEALTH,

@@ -117,3 +117,28 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.node_id} by {self.actor_id}"
+
+
+class TpmBinding(models.Model):
+    """A node's TPM, bound by its endorsement key at the node's first attestation.
+
+    Trust on first use: the first EK a node shows is recorded, and every later attestation must
+    come from the same TPM. A board swap is a fleet admin's decision: delete the binding (the
+    admin keeps who and when in the event log) and the next attestation binds the new TPM.
+    """
+
+    node = models.OneToOneField("fleet.Node", on_delete=models.CASCADE, related_name="tpm_binding")
+    ek_sha256 = models.CharField(
+        "EK SHA-256", max_length=64, help_text="SHA-256 of the EK's public area (TPM2B_PUBLIC)"
+    )
+    ek_public = models.TextField("EK public", help_text="TPM2B_PUBLIC, base64")
+    run = models.ForeignKey(
+        "provisioning.Run", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    bound_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["node"]
+
+    def __str__(self) -> str:
+        return f"{self.node_id}: EK {self.ek_sha256[:12]}"

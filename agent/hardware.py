@@ -14,10 +14,11 @@ import asyncio
 import hashlib
 import json
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import erase, install_record
+from . import erase, install_record, tpm
 from . import inventory_sources as src
 from .soak_telemetry import SOAK_QUERY, soak_sample
 from .tool_commands import SIMPLE_COMMANDS, ToolParamsError, fio_command, kernel_log
@@ -118,6 +119,7 @@ class SystemHardware(Hardware):
         boot_disk: str | None = None,
         psids: dict[str, str] | None = None,
         sleep=asyncio.sleep,
+        tpm_tcti: str | None = None,
     ) -> None:
         self.capture = capture
         self.run = run
@@ -126,6 +128,9 @@ class SystemHardware(Hardware):
         self.boot_disk_setting = boot_disk
         self.psids = dict(psids or {})
         self.sleep = sleep
+        # The TPM's TCTI: the node's own device unless one is named (a simulator in the tests).
+        self.tpm_tcti = tpm_tcti
+        self._tpm: tpm.Tpm | None = None
 
     # -- identity and inventory -----------------------------------------------------------
 
@@ -422,7 +427,9 @@ class SystemHardware(Hardware):
 
     async def run_tool(self, tool: str, params: dict, log: Log) -> tuple[int, str]:
         if tool == "attestation":
-            return 0, json.dumps(await self.attestation_report())
+            report = await self.attestation_report()
+            report["tpm"] = await tpm.evidence(params, self.node_tpm(), self.sys_root)
+            return 0, json.dumps(report)
         if tool == "soak":
             return await self.soak(params, log)
         if tool == "xid":
@@ -458,6 +465,17 @@ class SystemHardware(Hardware):
             raise HardwareError(
                 f"GPU {index}: nvidia-smi --gpu-reset exited {code}: {output[-300:]}"
             )
+
+    def node_tpm(self) -> tpm.Tpm | None:
+        """The node's TPM, or None where it has none; one per agent, so the AK made by the
+        attestation's keys step is there for its quote step."""
+        if self._tpm is None:
+            tcti = self.tpm_tcti or tpm.find_tcti(self.dev_root)
+            if tcti is None:
+                return None
+            workdir = Path(tempfile.mkdtemp(prefix="greenlight-tpm-"))
+            self._tpm = tpm.Tpm(tcti, workdir, self.capture)
+        return self._tpm
 
     async def attestation_report(self) -> dict[str, Any]:
         """What this node reports: the image os_install recorded on its disk, firmware versions.

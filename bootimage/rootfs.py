@@ -28,6 +28,8 @@ PACKAGES = (
     "util-linux",
     "e2fsprogs",
     "procps",
+    # The attestation gate: EK, AK, credential activation and the quote (agent/tpm.py).
+    "tpm2-tools",
 )
 
 # Module trees no node needs in the ephemeral environment: every megabyte of the initramfs is

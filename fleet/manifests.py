@@ -16,6 +16,7 @@ from .documents import (
     next_version,
     replace_version,
 )
+from .measured_boot import parse_attestation
 
 __all__ = ["DocumentInvalid", "parse_manifest", "next_version", "replace_version"]
 
@@ -31,6 +32,7 @@ TOP_LEVEL = {
     "ephemeral",
     "acceptance_profile",
     "timeouts",
+    "attestation",
 }
 
 
@@ -209,6 +211,9 @@ def parse_manifest(text: str) -> ParsedDocument:
         else:
             timeouts[str(phase)] = seconds
 
+    # Measured-boot golden values (fleet.measured_boot), recorded from a reference node.
+    attestation = parse_attestation(check, root["attestation"]) if "attestation" in root else None
+
     profile = check.string(root, "acceptance_profile", (), required=False)
     check.raise_if_errors()
     spec = {
@@ -223,4 +228,6 @@ def parse_manifest(text: str) -> ParsedDocument:
         "acceptance_profile": profile,
         "timeouts": timeouts,
     }
+    if attestation is not None:
+        spec["attestation"] = attestation
     return ParsedDocument(sku=sku, version=version, spec=spec)
