@@ -62,6 +62,7 @@ GATES: tuple[GateSpec, ...] = (
         {
             "min_read_mbps": "sequential read throughput SLA, MB/s",
             "min_write_mbps": "sequential write throughput SLA, MB/s",
+            "fio_runtime_s": "seconds fio reads, then writes, each drive",
         },
     ),
     GateSpec(

@@ -144,7 +144,8 @@ def tools_for(gate: str, ctx: PhaseContext, thresholds: dict[str, float]) -> lis
             for rail in range(ctx.node.sku.nic_count)
         ]  # fmt: skip
     if gate == GateName.STORAGE:
-        return [{"tool": "fio", "duration_s": 120}]
+        runtime_s = int(thresholds_for(gate, thresholds)["fio_runtime_s"])
+        return [{"tool": "fio", "runtime_s": runtime_s, "duration_s": 2 * runtime_s}]
     if gate == GateName.REFERENCE_JOB:
         used = thresholds_for(gate, thresholds)
         return [

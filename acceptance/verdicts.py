@@ -14,7 +14,7 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     GateName.GPU_HEALTH: {"dcgm_level": 3, "max_uncorrectable_ecc": 0, "max_pending_row_remaps": 0},
     GateName.NVBANDWIDTH: {"min_fraction_of_spec": 0.85},
     GateName.FABRIC: {"min_busbw_fraction": 0.92, "min_rail_fraction": 0.9},
-    GateName.STORAGE: {"min_read_mbps": 6000, "min_write_mbps": 3000},
+    GateName.STORAGE: {"min_read_mbps": 6000, "min_write_mbps": 3000, "fio_runtime_s": 60},
     # H100 SXM: 989 TFLOP/s dense bf16; the "standard" model reaches well above 30% on a healthy one.
     GateName.REFERENCE_JOB: {"min_mfu": 0.3, "peak_tflops": 989, "steps": 20},
     GateName.BURN_IN: {"soak_hours": 72, "max_gpu_temp_c": 87, "sample_interval_s": 600},

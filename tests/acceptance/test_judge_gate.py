@@ -7,6 +7,8 @@ import pytest
 from acceptance.choices import Verdict
 from acceptance.judging import SkuFacts, judge_gate, thresholds_for
 from acceptance.parsers.base import Severity
+from acceptance.runner import tools_for
+from agent.tool_commands import fio_command
 
 from .sample_files import SAMPLES, read
 
@@ -219,7 +221,20 @@ def test_profile_thresholds_override_defaults():
         "min_busbw_fraction": 0.9,
         "min_rail_fraction": 0.9,
     }
-    assert thresholds_for("storage", None) == {"min_read_mbps": 6000, "min_write_mbps": 3000}
+    assert thresholds_for("storage", None) == {
+        "min_read_mbps": 6000,
+        "min_write_mbps": 3000,
+        "fio_runtime_s": 60,
+    }
+
+
+def test_the_profile_sets_how_long_fio_runs():
+    """The profile's fio_runtime_s reaches the agent's fio command, and the wait allows for it."""
+    (tool,) = tools_for("storage", None, {"fio_runtime_s": 15})
+    assert (tool["runtime_s"], tool["duration_s"]) == (15, 30)
+    (tool,) = tools_for("storage", None, {})
+    assert (tool["runtime_s"], tool["duration_s"]) == (60, 120)
+    assert "--runtime=15" in fio_command([("/dev/nvme0n1", True)], tool["runtime_s"] // 4)
 
 
 def test_gpu_health_reads_nvswitch_and_pcie_faults_from_the_same_kernel_log():

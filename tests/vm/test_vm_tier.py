@@ -62,11 +62,11 @@ def _require_tier() -> None:
 
 
 @pytest.mark.vm
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(2100)
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_two_vms_reach_awaiting_approval_and_the_second_pass_skips(tmp_path):
     _require_tier()
-    config = VmLabConfig(nodes=2, workdir=tmp_path, image_dir=IMAGE_DIR, timeout_s=600)
+    config = VmLabConfig(nodes=2, workdir=tmp_path, image_dir=IMAGE_DIR, timeout_s=900)
     with VmLabRun(config) as lab:
         first = lab.run_pass()
         _report("pass 1", first)
