@@ -6,6 +6,10 @@ Celery worker under load waits for its interpreter lock after every answer: in t
 benchmark the worker's publisher spent nearly half its time waiting for that lock, and updates
 reached browsers over half a second late. `group_send_many` sends the same messages, to the same
 lists, with the same capacity and expiry rules, in two round trips per Redis host.
+
+It runs channels_redis's own script and calls three of its private helpers:
+tests/test_private_api_tripwires.py fails on any channels_redis upgrade, so that the upgrade
+re-reads them.
 """
 
 from __future__ import annotations

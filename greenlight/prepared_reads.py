@@ -9,6 +9,10 @@ arguments in. What it returns is what the queryset would have returned.
 
 Arguments must be integers (ids, step numbers): each placeholder is found in the compiled
 parameters by its value, so it has to reach them unchanged.
+
+It reads compiler internals (klass_info, get_related_populators, apply_converters):
+tests/test_private_api_tripwires.py fails on any Django upgrade, so that the upgrade re-reads
+them; tests/provisioning/test_prepared_reads.py compares every result with the ORM's.
 """
 
 from __future__ import annotations
