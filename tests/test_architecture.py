@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# First step only: the moves that make these pass follow in the next commits.
-NOT_YET = pytest.mark.xfail(strict=True, reason="fleet's upper half not yet moved to console")
+# Until the rest of the moves land (next commits): what is still wrong is listed by these tests.
+NOT_YET = pytest.mark.xfail(strict=True, reason="upward imports and hidden ones still to fix")
 
 # Bottom to top. A package imports only packages of a lower row; packages of one row stand
 # alone (agent and bootimage run on a node, far from the server, and need nothing of each other).
@@ -52,10 +52,11 @@ PENDING_GATE_REGISTRY = frozenset(
         ("provisioning.phases.registry", "acceptance.runner"),
     }
 )
-# TEMPORARY as well, same owner: function-level imports inside the engine and the phases, whose
-# modules that work rewrites (they are left alone here so the two branches merge cleanly).
+# TEMPORARY as well, same owner: function-level imports inside the engine, the phases and the
+# gate runner, whose modules that work rewrites (left alone here so the two branches merge).
 PENDING_GATE_REGISTRY_LOCAL = frozenset(
     {
+        ("acceptance.soak_runner", "acceptance.runner"),
         ("provisioning.engine", "provisioning.errors"),
         ("provisioning.engine", "provisioning.wipes"),
         ("provisioning.engine", "provisioning.completion"),
@@ -150,9 +151,9 @@ class _Collector(ast.NodeVisitor):
     def _add(self, node: ast.AST, target: str) -> None:
         if package_of(target) in PACKAGES:
             in_ready = self.module.endswith(".apps") and self.functions[:1] == ["ready"]
-            self.found.append(
-                Import(self.module, node.lineno, target, bool(self.functions), in_ready)
-            )
+            found = Import(self.module, node.lineno, target, bool(self.functions), in_ready)
+            if found not in self.found:  # `from x import a, b` is one import of x
+                self.found.append(found)
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.functions.append(node.name)
@@ -213,7 +214,6 @@ def against_the_direction(imp: Import) -> str | None:
     return None
 
 
-@NOT_YET
 def test_the_layer_table_names_every_package():
     on_disk = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
     assert on_disk == set(PACKAGES), "add the package to LAYERS (and to README's drawing)"
