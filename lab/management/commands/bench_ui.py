@@ -100,7 +100,7 @@ class Command(BaseCommand):
             dpu_count=2, drive_count=8, nvlink_bandwidth_gbps=450,
         )  # fmt: skip
         manifest = Manifest(
-            yaml_text=(ROOT / "fleet/samples/hgx-h100-8gpu.manifest.yaml").read_text()
+            yaml_text=(ROOT / "acceptance/samples/hgx-h100-8gpu.manifest.yaml").read_text()
         )
         manifest.full_clean()
         manifest.save()

@@ -26,9 +26,9 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
+from acceptance.sample_data import DEMO_RACK, DEMO_SITE, SKU_NAME, load_samples
 from fleet.models import Node, Rack, Sku
 from fleet.roles import FLEET_ADMIN
-from fleet.sample_data import DEMO_RACK, DEMO_SITE, SKU_NAME, load_samples
 from greenlight.embedded_redis import stop_embedded_redis
 from greenlight.env import WEB_SERVER_ENV
 

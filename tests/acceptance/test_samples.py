@@ -11,12 +11,12 @@ from django.core.management import call_command
 
 from acceptance.models import AcceptanceProfile
 from acceptance.profiles import parse_profile
+from acceptance.sample_data import MANIFEST_YAML, PROFILE_YAML
 from fleet.choices import DocumentStatus
 from fleet.manifests import parse_manifest
 from fleet.models import Manifest, Rack, Site, Sku
-from fleet.sample_data import MANIFEST_YAML, PROFILE_YAML
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fleet" / "fixtures" / "sample_hgx.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "acceptance" / "fixtures" / "sample_hgx.json"
 PARSERS = {"fleet.manifest": parse_manifest, "acceptance.acceptanceprofile": parse_profile}
 SOURCES = {"fleet.manifest": MANIFEST_YAML, "acceptance.acceptanceprofile": PROFILE_YAML}
 

@@ -1,6 +1,6 @@
 """The sample 8-GPU HGX SKU with its manifest and acceptance profile, and a demo site and rack.
 
-The YAML sources are fleet/samples/*.yaml; fleet/fixtures/sample_hgx.json holds the same rows for
+The YAML sources are acceptance/samples/*.yaml; acceptance/fixtures/sample_hgx.json holds the same rows for
 `loaddata` (a test keeps the two equal).
 """
 
@@ -11,8 +11,10 @@ from pathlib import Path
 
 from django.db import transaction
 
-from .choices import DocumentStatus
-from .models import Rack, Site, Sku, VersionedDocument
+from fleet.choices import DocumentStatus
+from fleet.models import Manifest, Rack, Site, Sku, VersionedDocument
+
+from .models import AcceptanceProfile
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 MANIFEST_YAML = SAMPLES_DIR / "hgx-h100-8gpu.manifest.yaml"
@@ -57,10 +59,6 @@ def _document(model: type[VersionedDocument], path: Path, report: LoadReport) ->
 
 def load_samples() -> LoadReport:
     """Create what is missing of the samples; leave everything that exists as it is."""
-    from acceptance.models import AcceptanceProfile
-
-    from .models import Manifest
-
     report = LoadReport()
     with transaction.atomic():
         _, created = Sku.objects.get_or_create(name=SKU_NAME, defaults=SKU_FIELDS)

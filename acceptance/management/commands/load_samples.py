@@ -2,13 +2,13 @@
 
 from django.core.management.base import BaseCommand
 
-from fleet.sample_data import load_samples
+from acceptance.sample_data import load_samples
 
 
 class Command(BaseCommand):
     help = (
         "Create the sample 8-GPU HGX SKU, its published manifest and acceptance profile "
-        "(from fleet/samples/), and the demo site hall-1 with rack R01. Safe to run again."
+        "(from acceptance/samples/), and the demo site hall-1 with rack R01. Safe to run again."
     )
 
     def handle(self, *args, **options) -> None:
