@@ -7,7 +7,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.response import Response
 
 from provisioning.models import Run, WipeCertificate, WipeRequest
-from provisioning.wipes import WipeRefused, file_wipe
+from provisioning.wipe_requests import WipeRefused, file_wipe
 
 from .. import filtersets
 from . import run_serializers as s
