@@ -13,11 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
-# Until the rest of the moves land (next commits): what is still wrong is listed by these tests.
-NOT_YET = pytest.mark.xfail(strict=True, reason="function-level imports still to fix")
 
 # Bottom to top. A package imports only packages of a lower row; packages of one row stand
 # alone (agent and bootimage run on a node, far from the server, and need nothing of each other).
@@ -253,7 +249,6 @@ def test_no_import_goes_against_the_direction():
     assert not wrong, "imports against the direction:\n" + "\n".join(wrong)
 
 
-@NOT_YET
 def test_no_function_level_import_of_a_project_module():
     # A function-level import is how a cycle hides; the wiring modules and AppConfig.ready()
     # (Django's documented place for imports that need the app registry) are the exceptions.
