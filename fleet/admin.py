@@ -231,8 +231,6 @@ class NodeAdmin(admin.ModelAdmin):
             record_plain_http_mark(obj, actor=request.user)
 
     def get_urls(self):
-        from provisioning.enrollment_admin import enroll_view
-
         own = [
             path(
                 "enroll-csv/",
@@ -241,8 +239,6 @@ class NodeAdmin(admin.ModelAdmin):
                 self.admin_site.admin_view(csrf_exempt(self.enroll_csv_view)),
                 name="fleet_node_enroll_csv",
             ),
-            # Enrollment by Redfish discovery of one BMC (provisioning.enrollment).
-            path("enroll/", self.admin_site.admin_view(enroll_view), name="fleet_node_enroll"),
         ]
         return own + super().get_urls()
 

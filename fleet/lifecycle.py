@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils import timezone
 
+from . import webhooks
 from .choices import EventKind, NodeState
+from .events import record
+from .models import Node
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
-
-    from .models import Node
 
 S = NodeState
 
@@ -104,10 +105,6 @@ def transition(
     `from_state` defaults to the state the caller holds in `node.state`; the UPDATE only matches
     if the row is still there, so two concurrent moves cannot both win.
     """
-    from . import webhooks
-    from .events import record
-    from .models import Node
-
     current = from_state or node.state
     if not is_allowed(current, to_state):
         raise TransitionNotAllowed(

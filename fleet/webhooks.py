@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
@@ -81,8 +82,6 @@ def state_changed(node: Node, event: Event) -> None:
     event_id = event.pk
 
     def enqueue() -> None:
-        from .tasks import deliver_webhook
-
         for url in urls:
             try:
                 deliver_webhook.delay(url, body, event_id)
@@ -120,3 +119,19 @@ def deliver(url: str, body: str, event_id: int, *, secret: str | None = None) ->
 def backoff_s(retries: int) -> int:
     """Seconds before retry number `retries + 1`: 5, 10, 20, ... capped at 30 minutes."""
     return min(BACKOFF_BASE_S * 2**retries, BACKOFF_CAP_S)
+
+
+@shared_task(bind=True, ignore_result=True, acks_late=True)
+def deliver_webhook(self, url: str, body: str, event_id: int) -> None:
+    """Deliver one state-change webhook; retry with exponential backoff, then give up loudly."""
+    try:
+        deliver(url, body, event_id)
+    except DeliveryFailed as exc:
+        retries = self.request.retries
+        if retries >= settings.GREENLIGHT_WEBHOOK_MAX_RETRIES:
+            logger.error(
+                "webhook for event %s dropped after %d tries: %s", event_id, retries + 1, exc
+            )
+            return
+        logger.warning("webhook for event %s failed (try %d): %s", event_id, retries + 1, exc)
+        raise self.retry(exc=exc, countdown=backoff_s(retries)) from None

@@ -11,7 +11,7 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
-from fleet.routing import websocket_urlpatterns  # noqa: E402  (needs the app registry)
+from console.routing import websocket_urlpatterns  # noqa: E402  (needs the app registry)
 
 from .websocket_origin import SameOriginValidator  # noqa: E402
 

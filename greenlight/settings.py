@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "fleet",
     "provisioning",
     "acceptance",
+    "console",  # pages, live view, REST API: on top of the three above
 ]
 if GREENLIGHT_LAB_MODE:
     INSTALLED_APPS.append("lab")
@@ -365,7 +366,7 @@ GREENLIGHT_NETBOX_TOKEN = env_str("GREENLIGHT_NETBOX_TOKEN")
 GREENLIGHT_NETBOX_MANUFACTURER = env_str("GREENLIGHT_NETBOX_MANUFACTURER", "Generic")
 if GREENLIGHT_NETBOX_URL and GREENLIGHT_NETBOX_TOKEN:
     CELERY_BEAT_SCHEDULE["dcim-sync-netbox"] = {
-        "task": "fleet.tasks.netbox_sync",
+        "task": "console.tasks.netbox_sync",
         "schedule": env_float("GREENLIGHT_NETBOX_SYNC_SECONDS", 900.0),
     }
 # Real seconds an open BMC session waits in a worker's pool for the next step of that node;

@@ -5,7 +5,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("agent/v1/", include("provisioning.agent_api.urls")),
-    path("", include("greenlight.api.urls")),
+    path("", include("console.api.urls")),
     path("", include("provisioning.urls")),
-    path("", include("fleet.urls")),
+    path("", include("console.urls")),
 ]

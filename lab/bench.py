@@ -27,7 +27,7 @@ from django.db.models import Sum
 from django.test import Client
 from django.utils import timezone
 
-from fleet.choices import EventKind, NodeState
+from fleet.choices import NODE_STATE_COLORS, EventKind, NodeState
 from fleet.models import Event, Rack
 from fleet.roles import SITE_TECH
 from provisioning.models import PhaseRecord, Run
@@ -196,8 +196,6 @@ def state_plot(path: Path, speed: float, start: float, node_ids: list[int]) -> N
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from fleet.choices import NODE_STATE_COLORS
 
     rows = (
         # Only the deployment's nodes: the calibration rack's events share the database.

@@ -6,6 +6,7 @@ discovers nodes over Redfish); Greenlight's apps never import the lab.
 
 from __future__ import annotations
 
+from acceptance.models import AcceptanceProfile
 from fleet.choices import DocumentStatus
 from fleet.models import Manifest, Node, Rack, Site, Sku
 from provisioning.enrollment import enroll_node
@@ -49,8 +50,6 @@ def publish(model, sku: Sku, text_for_version) -> object:
 
 def publish_lab_documents(flavour: str, artifact_url: str, *, soak_hours: float) -> Manifest:
     """The lab SKU's manifest and acceptance profile, published; returns the manifest."""
-    from acceptance.models import AcceptanceProfile
-
     sku = lab_sku(flavour)
     profile = publish(
         AcceptanceProfile, sku, lambda v: profile_yaml(flavour, soak_hours=soak_hours, version=v)

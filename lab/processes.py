@@ -15,6 +15,7 @@ import httpx
 from django.conf import settings
 from django.db import connection
 
+from greenlight.celery import app
 from greenlight.env import WEB_SERVER_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,8 +134,6 @@ def start_worker(
 
 
 def wait_for_worker(proc: subprocess.Popen, prefix: str, timeout: float = 60.0) -> None:
-    from greenlight.celery import app
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

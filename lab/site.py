@@ -7,7 +7,7 @@ import socket
 
 from aiohttp import web
 
-from .agents import LabAgents
+from .agents import LabAgents, agent_address
 from .artifacts import ArtifactServer
 from .hall import LabHall
 
@@ -35,8 +35,6 @@ class LabSite:
         self.stop()
 
     def start(self) -> None:
-        from .agents import agent_address
-
         self.hall.start()
         self.artifacts.nodes_by_address = {
             agent_address(node.index): node for node in self.hall.nodes

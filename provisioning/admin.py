@@ -1,4 +1,4 @@
-"""Django admin of provisioning: runs, wipes and certificates, read-only.
+"""Django admin of provisioning: runs, wipes and certificates, read-only; enrollment from a BMC.
 
 Runs and wipes are started through the UI and the API, which go through the engine; an admin form
 writing these rows directly would bypass it.
@@ -8,8 +8,26 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.urls import path
 
+from fleet.admin import NodeAdmin
+from fleet.models import Node
+
+from .enrollment_admin import enroll_view
 from .models import PhaseRecord, Run, WipeCertificate, WipeRequest
+
+# The fleet's node admin, plus the page that enrolls a node by Redfish discovery of its BMC:
+# enrollment is the pipeline's (provisioning.enrollment), and the fleet sits below it.
+admin.site.unregister(Node)
+
+
+@admin.register(Node)
+class EnrollingNodeAdmin(NodeAdmin):
+    change_list_template = "admin/provisioning/node_change_list.html"
+
+    def get_urls(self):
+        enroll = path("enroll/", self.admin_site.admin_view(enroll_view), name="fleet_node_enroll")
+        return [enroll, *super().get_urls()]
 
 
 class ReadOnlyMixin:

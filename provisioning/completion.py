@@ -10,8 +10,9 @@ from fleet.events import record as record_event
 from fleet.lifecycle import transition
 from fleet.models import Node
 
-from .choices import RunStatus
+from .choices import RunKind, RunStatus
 from .models import Run
+from .wipes import returned_to_service
 
 
 def complete_run(run: Run) -> None:
@@ -51,8 +52,6 @@ def _return_without_a_click(run: Run, node: Node) -> None:
     """Tenant-release runs may return passed nodes to service if the profile allows it."""
     from acceptance.models import AcceptanceProfile
 
-    from .choices import RunKind
-
     if run.kind != RunKind.WIPE:
         return
     profile = AcceptanceProfile.current_for(node.sku)
@@ -63,6 +62,4 @@ def _return_without_a_click(run: Run, node: Node) -> None:
             actor_label="policy",
             reason=f"profile {profile.version} returns re-validated nodes to service",
         )
-        from .wipes import returned_to_service
-
         returned_to_service(node, f"policy: profile {profile.version} auto_return_to_service")

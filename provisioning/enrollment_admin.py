@@ -1,8 +1,6 @@
 """The admin's "Enroll a node from its BMC" form: a thin view over enrollment.enroll_node.
 
-Wire it into the admin (fleet/admin.py is owned elsewhere) with, for example, in greenlight/urls.py:
-    path("admin/fleet/node/enroll/", admin.site.admin_view(enroll_view), name="fleet_node_enroll"),
-placed before `path("admin/", admin.site.urls)`.
+provisioning/admin.py adds it to the node admin as admin:fleet_node_enroll.
 """
 
 from __future__ import annotations

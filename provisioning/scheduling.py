@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from celery import current_app
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -16,14 +17,16 @@ from django.utils import timezone
 from .choices import RunStatus
 from .models import Run
 
+# The task that takes one step (provisioning.tasks.advance_run), sent by its name: the task calls
+# the engine and the engine sends the next step, so importing the task here would be a cycle.
+ADVANCE_RUN_TASK = "provisioning.tasks.advance_run"
+
 
 def send_step(run_id: int, step: int, countdown: float = 0.0) -> None:
     """Send the task for `step` of a run once the current transaction commits."""
 
     def send() -> None:
-        from .tasks import advance_run
-
-        advance_run.apply_async((run_id, step), countdown=countdown or None)
+        current_app.send_task(ADVANCE_RUN_TASK, (run_id, step), countdown=countdown or None)
 
     # on_commit: the worker that picks the task up must see what this step wrote.
     transaction.on_commit(send)

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group, User
 from acceptance.models import AcceptanceProfile
 from fleet.models import Manifest, Node, Rack, Site, Sku
 
-SAMPLES = Path(__file__).resolve().parents[1] / "fleet" / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "acceptance" / "samples"
 _seq = itertools.count(1)
 
 

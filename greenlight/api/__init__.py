@@ -1,1 +1,1 @@
-"""The REST API's shared parts: permissions, pagination, fields. Each app keeps its own api/."""
+"""The REST API's shared parts: permissions, pagination, fields, filters. console/api/ uses them."""

@@ -7,9 +7,9 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
+from console.dcim.client import NetBoxClient, auth_header
+from console.dcim.netbox import DEVICE_STATUS, sync
 from fleet.choices import NodeState
-from fleet.dcim.client import NetBoxClient, auth_header
-from fleet.dcim.netbox import DEVICE_STATUS, sync
 from fleet.models import Component, Node
 
 from .conftest import BMC_PASSWORD, set_state
@@ -201,7 +201,7 @@ def test_every_state_has_a_netbox_status():
 
 
 def test_task_syncs_when_configured(fleet, netbox, settings):
-    from fleet.tasks import netbox_sync
+    from console.tasks import netbox_sync
 
     settings.GREENLIGHT_NETBOX_URL = netbox.url
     settings.GREENLIGHT_NETBOX_TOKEN = V2

@@ -13,9 +13,9 @@ import uuid
 import httpx
 import pytest
 
-from fleet.dcim.client import NetBoxClient, auth_header
-from fleet.dcim.netbox import sync
-from fleet.inventory import inventory_nodes
+from console.dcim.client import NetBoxClient, auth_header
+from console.dcim.netbox import sync
+from console.inventory import inventory_nodes
 from tests import factories
 
 from .conftest import add_components

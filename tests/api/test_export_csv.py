@@ -7,7 +7,7 @@ import io
 
 from django.http import StreamingHttpResponse
 
-from fleet.exports import HEADER
+from console.exports import HEADER
 from tests import factories
 
 from .conftest import BMC_PASSWORD, BMC_USERNAME, client_for

@@ -14,7 +14,15 @@ from pathlib import Path
 
 from tests.support.processes import ROOT
 
-PRODUCTION_PACKAGES = ("fleet", "provisioning", "acceptance", "greenlight", "agent", "bootimage")
+PRODUCTION_PACKAGES = (
+    "fleet",
+    "provisioning",
+    "acceptance",
+    "console",
+    "greenlight",
+    "agent",
+    "bootimage",
+)
 LAB_ONLY_REQUIREMENTS = ("aiohttp", "matplotlib", "psutil")
 # What lab mode supplies; a production process must be given all of it.
 PRODUCTION_ENV = {

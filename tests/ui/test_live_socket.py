@@ -8,8 +8,8 @@ from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
+from console.routing import websocket_urlpatterns
 from fleet.live import Coalescer, rack_group
-from fleet.routing import websocket_urlpatterns
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)

@@ -6,6 +6,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connection
 
+from greenlight.celery import app
+
 
 class Command(BaseCommand):
     help = "Recreate the benchmark's database (named by DATABASE_URL) and migrate it."
@@ -21,7 +23,6 @@ class Command(BaseCommand):
                 cursor.execute(f'CREATE DATABASE "{name}"')
             admin.close()
         call_command("migrate", verbosity=0)
-        from greenlight.celery import app
 
         # Steps a stopped earlier run left in the queue would only name runs that are gone.
         purged = app.control.purge()

@@ -28,6 +28,17 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from fleet.choices import EventKind
+from fleet.choices import NodeState as S
+from fleet.events import record
+from fleet.lifecycle import transition
+from fleet.manifests import parse_manifest  # noqa: F401  (the sample must parse)
+from fleet.models import Manifest, Node, Rack, Site, Sku
+from fleet.roles import SITE_TECH
+from provisioning.choices import PhaseStatus, RunStatus
+from provisioning.models import PhaseRecord, Run
+from provisioning.phases import PHASES
+
 ROOT = Path(settings.BASE_DIR)
 
 
@@ -87,20 +98,12 @@ class Command(BaseCommand):
         """A site mid bring-up: bench set-up writes states directly, as the lifecycle tests do."""
         from django.contrib.auth.models import Group, User
 
-        from fleet.choices import NodeState as S
-        from fleet.manifests import parse_manifest  # noqa: F401  (the sample must parse)
-        from fleet.models import Manifest, Node, Rack, Site, Sku
-        from fleet.roles import SITE_TECH
-        from provisioning.choices import PhaseStatus, RunStatus
-        from provisioning.models import PhaseRecord, Run
-        from provisioning.phases import PHASES
-
         sku = Sku.objects.create(
             name="hgx-h100-8gpu", gpu_count=8, nic_count=8, nic_line_rate_gbps=400,
             dpu_count=2, drive_count=8, nvlink_bandwidth_gbps=450,
         )  # fmt: skip
         manifest = Manifest(
-            yaml_text=(ROOT / "fleet/samples/hgx-h100-8gpu.manifest.yaml").read_text()
+            yaml_text=(ROOT / "acceptance/samples/hgx-h100-8gpu.manifest.yaml").read_text()
         )
         manifest.full_clean()
         manifest.save()
@@ -196,12 +199,6 @@ class Command(BaseCommand):
 
     def produce(self, site, count: int, rate: float, produced: dict, done: threading.Event):
         """Walk nodes through their bring-up at `rate` events/s; note when each event was made."""
-        from fleet.choices import EventKind
-        from fleet.choices import NodeState as S
-        from fleet.events import record
-        from fleet.lifecycle import transition
-        from fleet.models import Node
-
         steps = {
             S.ENROLLED: S.PROVISIONING,
             S.PROVISIONING: S.VALIDATING,

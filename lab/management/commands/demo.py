@@ -26,11 +26,16 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
+from acceptance.sample_data import DEMO_RACK, DEMO_SITE, SKU_NAME, load_samples
+from fleet.lifecycle import RUN_STARTABLE_STATES
 from fleet.models import Node, Rack, Sku
 from fleet.roles import FLEET_ADMIN
-from fleet.sample_data import DEMO_RACK, DEMO_SITE, SKU_NAME, load_samples
 from greenlight.embedded_redis import stop_embedded_redis
 from greenlight.env import WEB_SERVER_ENV
+from provisioning.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
+from provisioning.redfish import RedfishError
+from provisioning.redfish.tls import normalize_fingerprint
+from provisioning.runs import start_runs
 
 ROOT = Path(settings.BASE_DIR)
 ADMIN_USERNAME = "admin"
@@ -299,9 +304,6 @@ def _shown(path: Path) -> str:
 
 def start_demo_runs() -> int:
     """Start a provisioning run on every demo node that can take one, as a site tech would."""
-    from fleet.lifecycle import RUN_STARTABLE_STATES
-    from provisioning.runs import start_runs
-
     # A node refused is already running, say after a quick restart of the demo.
     runs, _refused = start_runs(
         Node.objects.filter(
@@ -318,10 +320,6 @@ def enroll_lab_inventory(path: Path) -> tuple[int, list[str]]:
     BMC certificates; the inventory, written by the lab itself, is the trusted source of the new
     fingerprint, so the demo re-pins explicitly (an event records it) before enrolling again.
     """
-    from provisioning.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
-    from provisioning.redfish import RedfishError
-    from provisioning.redfish.tls import normalize_fingerprint
-
     rack = Rack.objects.get(site__name=DEMO_SITE, name=DEMO_RACK)
     sku = Sku.objects.get(name=SKU_NAME)
     enrolled, problems = 0, []

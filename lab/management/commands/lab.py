@@ -3,6 +3,7 @@ each a small method, so adding one (e.g. `run`) is a parser and a handler."""
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 from pathlib import Path
@@ -12,6 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 from lab.bmc.flavours import FLAVOURS
 from lab.faults import CATALOG, parse_fault
 from lab.hall import LabHall
+from lab.run import LabRun, LabRunConfig
+from lab.site import LabSite
 
 DEFAULT_INVENTORY = Path("var/lab/inventory.json")
 
@@ -87,10 +90,6 @@ class Command(BaseCommand):
         handler(**options)
 
     def handle_run(self, **options) -> None:
-        import json
-
-        from lab.run import LabRun, LabRunConfig
-
         config = LabRunConfig(
             nodes=options["nodes"],
             faults=options["faults"],
@@ -135,8 +134,6 @@ class Command(BaseCommand):
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         if options["greenlight"]:
-            from lab.site import LabSite
-
             context = LabSite(hall, options["greenlight"], artifact_port=options["artifact_port"])
         else:
             context = hall

@@ -1,1 +1,0 @@
-"""The acceptance app's REST API: profiles, gate results and decisions."""

@@ -1,0 +1,24 @@
+"""The pages' routes (the namespace is still "fleet", see below)."""
+
+from django.urls import path
+
+from . import views
+
+# The namespace the pages had before they moved here: templates, tests and bookmarks name it.
+app_name = "fleet"
+urlpatterns = [
+    path("", views.site_overview, name="overview"),
+    path("snapshot.json", views.overview_snapshot, name="overview-snapshot"),
+    path("sites/<int:pk>/", views.site_overview, name="site"),
+    path("sites/<int:pk>/snapshot.json", views.overview_snapshot, name="site-snapshot"),
+    path("racks/<int:pk>/", views.rack_view, name="rack"),
+    path("racks/<int:pk>/snapshot.json", views.rack_snapshot, name="rack-snapshot"),
+    path("racks/<int:pk>/approve-passed/", views.approve_passed, name="rack-approve-passed"),
+    path("nodes/<int:pk>/", views.node_detail, name="node"),
+    path("nodes/<int:pk>/panel/", views.node_panel, name="node-panel"),
+    path("nodes/<int:pk>/approve/", views.approve, name="node-approve"),
+    path("nodes/<int:pk>/quarantine/", views.quarantine, name="node-quarantine"),
+    path("nodes/<int:pk>/audit/", views.audit, name="node-audit"),
+    path("nodes/<int:pk>/moves/<slug:move>/", views.move, name="node-move"),
+    path("nodes/<int:pk>/upload/", views.upload, name="node-upload"),
+]

@@ -1,1 +1,0 @@
-"""The fleet app's REST API: sites, racks, SKUs, nodes with components, manifests, events."""

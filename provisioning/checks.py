@@ -1,0 +1,50 @@
+"""System check of the scheduler adapter: a production process names a real one.
+
+Its ids keep the greenlight. prefix of the environment checks (greenlight/checks.py) it sits
+beside in every report; it lives here because the adapters are provisioning's.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core import checks
+
+from greenlight.lab_mode import LAB_MODE_VARIABLE
+
+from .schedulers import ADAPTERS
+
+REAL_SCHEDULERS = sorted(name for name in ADAPTERS if name != "lab")
+
+
+@checks.register()
+def check_scheduler(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """The drain before a wipe goes to a real scheduler outside lab mode."""
+    name = settings.GREENLIGHT_SCHEDULER
+    choices = ", ".join(REAL_SCHEDULERS)
+    if not name:
+        return [
+            checks.Error(
+                "GREENLIGHT_SCHEDULER is not set: nothing would drain a tenant's node before "
+                "its wipe.",
+                hint=f"Set GREENLIGHT_SCHEDULER to one of: {choices}.",
+                id="greenlight.E004",
+            )
+        ]
+    if name not in ADAPTERS:
+        return [
+            checks.Error(
+                f"GREENLIGHT_SCHEDULER is {name!r}, which is no scheduler adapter.",
+                hint=f"Set GREENLIGHT_SCHEDULER to one of: {choices}.",
+                id="greenlight.E005",
+            )
+        ]
+    if name == "lab" and not settings.GREENLIGHT_LAB_MODE:
+        return [
+            checks.Error(
+                "GREENLIGHT_SCHEDULER is 'lab', whose drain calls nothing, outside lab mode.",
+                hint=f"Set GREENLIGHT_SCHEDULER to one of: {choices}; the lab adapter is for "
+                f"demo, lab and test processes ({LAB_MODE_VARIABLE}=1).",
+                id="greenlight.E006",
+            )
+        ]
+    return []
