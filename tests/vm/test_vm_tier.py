@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,10 @@ def test_two_vms_reach_awaiting_approval_and_the_second_pass_skips(tmp_path):
             assert AgentSession.objects.filter(node=node, environment="ephemeral").exists(), _why(
                 by_serial[vm.spec.serial]
             )
-            assert "checked in as node" in vm.spec.console_log.read_text(errors="replace")
+            console = vm.spec.console_log.read_text(errors="replace")
+            assert "checked in as node" in console
+            # The serial console (a BMC's SOL log on a real server) never shows the credential.
+            assert not re.search(r"greenlight\.credential=(?!<hidden>)", console), vm.spec.name
 
         assert first["finished"], [_why(n) for n in first["nodes"]]
         for vm in lab.tier.nodes:
