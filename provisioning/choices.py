@@ -9,6 +9,9 @@ class RunKind(models.TextChoices):
     WIPE = "wipe", "Tenant release wipe"
     # The gates again on the installed OS, without firmware, erase or reimage.
     REVALIDATE = "revalidate", "Re-validate"
+    # A node reported suspect in service: drained from its scheduler, then re-validated (or
+    # reprovisioned if its profile says so), then re-admitted or sent to break/fix.
+    SUSPECT = "suspect", "Suspect-node check"
 
 
 class RunStatus(models.TextChoices):

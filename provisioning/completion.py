@@ -1,4 +1,5 @@
-"""Ending a run whose every phase and gate is done: the node goes to a person for approval."""
+"""Ending a run whose every phase and gate is done: the node goes to a person for approval, or
+back into service (and its scheduler) when the profile returns re-checked nodes without a click."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from fleet.events import record as record_event
 from fleet.lifecycle import transition
 from fleet.models import Node
 
-from .choices import RunStatus
+from .choices import RunKind, RunStatus
 from .models import Run
+from .scheduler_sync import admitted
 
 
 def complete_run(run: Run) -> None:
@@ -48,12 +50,11 @@ def complete_run(run: Run) -> None:
 
 
 def _return_without_a_click(run: Run, node: Node) -> None:
-    """Tenant-release runs may return passed nodes to service if the profile allows it."""
+    """Tenant-release and suspect-node runs may return passed nodes to service if the profile
+    allows it; the scheduler then places work on the node again."""
     from acceptance.models import AcceptanceProfile
 
-    from .choices import RunKind
-
-    if run.kind != RunKind.WIPE:
+    if run.kind not in (RunKind.WIPE, RunKind.SUSPECT):
         return
     profile = AcceptanceProfile.current_for(node.sku)
     if profile and profile.spec.get("auto_return_to_service"):
@@ -63,6 +64,9 @@ def _return_without_a_click(run: Run, node: Node) -> None:
             actor_label="policy",
             reason=f"profile {profile.version} returns re-validated nodes to service",
         )
+        admitted(node)
+        if run.kind != RunKind.WIPE:
+            return
         from .wipes import returned_to_service
 
         returned_to_service(node, f"policy: profile {profile.version} auto_return_to_service")
