@@ -14,6 +14,7 @@ import json
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
@@ -48,6 +49,20 @@ class AlertmanagerBearer(BaseAuthentication):
 
     def authenticate_header(self, request):
         return 'Bearer realm="alertmanager"'
+
+
+class AlertmanagerBearerScheme(OpenApiAuthenticationExtension):
+    """How the OpenAPI schema describes AlertmanagerBearer."""
+
+    target_class = AlertmanagerBearer
+    name = "alertmanagerBearer"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "GREENLIGHT_ALERTMANAGER_TOKEN, sent by Alertmanager's webhook_config",
+        }
 
 
 class MayReportSuspect(BasePermission):
