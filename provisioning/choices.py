@@ -12,6 +12,9 @@ class RunKind(models.TextChoices):
     # A node reported suspect in service: drained from its scheduler, then re-validated (or
     # reprovisioned if its profile says so), then re-admitted or sent to break/fix.
     SUSPECT = "suspect", "Suspect-node check"
+    # Asked for by a tenant platform before it hands an unallocated in-service node out: drained,
+    # then the profile's gates (the burn-in soak among them) on the installed OS.
+    BURN_IN = "burn_in", "Pre-allocation burn-in"
 
 
 class RunStatus(models.TextChoices):

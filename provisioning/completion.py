@@ -14,6 +14,7 @@ from fleet.models import Node
 from .choices import RunKind, RunStatus
 from .models import Run
 from .scheduler_sync import admitted
+from .suspect import TAKE_OUT_KINDS
 
 
 def complete_run(run: Run) -> None:
@@ -50,11 +51,11 @@ def complete_run(run: Run) -> None:
 
 
 def _return_without_a_click(run: Run, node: Node) -> None:
-    """Tenant-release and suspect-node runs may return passed nodes to service if the profile
-    allows it; the scheduler then places work on the node again."""
+    """Tenant-release, suspect-node and burn-in runs may return passed nodes to service if the
+    profile allows it; the scheduler then places work on the node again."""
     from acceptance.models import AcceptanceProfile
 
-    if run.kind not in (RunKind.WIPE, RunKind.SUSPECT):
+    if run.kind not in (RunKind.WIPE, *TAKE_OUT_KINDS):
         return
     profile = AcceptanceProfile.current_for(node.sku)
     if profile and profile.spec.get("auto_return_to_service"):

@@ -36,6 +36,8 @@ def plan(manifest: Manifest, kind: str = RunKind.PROVISION) -> list[str]:
     gates = [f"gate:{name}" for name in gate_names(manifest)]
     if kind == RunKind.REVALIDATE:
         return [*REVALIDATE_PHASES, *gates]
+    if kind == RunKind.BURN_IN:
+        return [p.name for p in WIPE_PRELUDE] + list(REVALIDATE_PHASES) + gates
     if kind == RunKind.SUSPECT:
         # Drained first; then the profile's `suspect_action` says how deep the re-check goes.
         reprovision = profile_spec(manifest).get("suspect_action") == "reprovision"

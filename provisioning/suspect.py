@@ -1,5 +1,5 @@
 """Day 2: a node reported suspect in service is cordoned, drained, re-checked, then re-admitted
-or sent to break/fix.
+or sent to break/fix; a pre-allocation burn-in takes the same loop.
 
 A report (a person or a health check through the API verb, or an Alertmanager alert) moves the
 node from in service to releasing and starts a suspect run (RunKind.SUSPECT, plans.plan): its
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 # Who may report a node suspect: pulling a node out of service is a quarantine's right.
 SUSPECT_PERM = "fleet.quarantine_node"
+BURN_IN_PERM = "provisioning.request_burn_in"
+# The runs that take an in-service node out and bring it back: drain, re-check, re-admit.
+TAKE_OUT_KINDS = (RunKind.SUSPECT, RunKind.BURN_IN)
 REASON_MAX = 500
 
 
@@ -66,10 +69,49 @@ def report_suspect(
     reason = " ".join((reason or "").split())[:REASON_MAX]
     if not reason:
         raise SuspectRefused("a suspect report needs a reason")
+    return _take_out(
+        node,
+        RunKind.SUSPECT,
+        f"reported suspect ({source}): {reason}; cordon, drain and re-check",
+        actor=actor,
+        actor_label=actor_label,
+        data={"suspect": source},
+    )
+
+
+def request_burn_in(node: Node, actor: AbstractBaseUser, reason: str = "") -> Run:
+    """Burn in an unallocated in-service node before a tenant platform hands it out: drained,
+    then the profile's gates (its burn-in soak among them) on the installed OS; re-admitted or
+    sent to break/fix like a suspect node."""
+    if actor is None or not actor.is_authenticated or not actor.has_perm(BURN_IN_PERM):
+        raise PermissionDenied(f"you may not ask for a burn-in ({BURN_IN_PERM})")
+    if node.tenant:
+        # Whose node it is is not the caller's to learn.
+        raise SuspectRefused(f"node {node.serial} is allocated to a tenant: no burn-in now")
+    why = " ".join((reason or "").split())[:REASON_MAX]
+    return _take_out(
+        node,
+        RunKind.BURN_IN,
+        f"pre-allocation burn-in asked by {actor.get_username()}" + (f": {why}" if why else ""),
+        actor=actor,
+        data={"burn_in": True},
+    )
+
+
+def _take_out(
+    node: Node,
+    kind: str,
+    reason: str,
+    *,
+    actor: AbstractBaseUser | None,
+    actor_label: str = "",
+    data: dict[str, Any],
+) -> Run:
+    """Move an in-service node to releasing and start its run of `kind` (drained first)."""
     if node.state != NodeState.IN_SERVICE:
         raise SuspectRefused(
             f"node {node.serial} is {node.get_state_display().lower()}, not in service: "
-            "only an in-service node is taken in as suspect"
+            f"a {RunKind(kind).label.lower()} takes only an in-service node"
         )
     try:
         with transaction.atomic():
@@ -79,12 +121,12 @@ def report_suspect(
                 actor=actor,
                 actor_label=actor_label,
                 from_state=NodeState.IN_SERVICE,
-                reason=f"reported suspect ({source}): {reason}; cordon, drain and re-check",
-                data={"suspect": source},
+                reason=reason,
+                data=data,
             )
             # Started by the system, as a wipe run is: the reporter needs no right to start runs
             # (an alert has none); the reporter is named on the run and its events.
-            run = start_run(node, kind=RunKind.SUSPECT, move_node=False)
+            run = start_run(node, kind=kind, move_node=False)
             if actor is not None:
                 Run.objects.filter(pk=run.pk).update(started_by=actor)
     except (TransitionError, RunError) as exc:
@@ -93,12 +135,12 @@ def report_suspect(
 
 
 def run_failed(run: Run) -> None:
-    """A suspect run ended failed: a node its gates quarantined goes on to break/fix.
+    """A suspect or burn-in run ended failed: a node its gates quarantined goes on to break/fix.
 
     A run that failed for another reason (BMC unreachable, drain timed out) leaves the node
     failed, for a person to retry: nothing says its hardware is at fault.
     """
-    if run.kind != RunKind.SUSPECT:
+    if run.kind not in TAKE_OUT_KINDS:
         return
     node = Node.objects.get(pk=run.node_id)
     if node.state != NodeState.QUARANTINED:
@@ -107,8 +149,8 @@ def run_failed(run: Run) -> None:
         node,
         NodeState.BREAK_FIX,
         actor_label="engine",
-        reason=f"the suspect node failed its re-check ({run.last_error}); sent to repair",
-        data={"run": run.pk, "suspect": "failed"},
+        reason=f"{RunKind(run.kind).label} failed ({run.last_error}); sent to repair",
+        data={"run": run.pk},
     )
 
 

@@ -271,3 +271,9 @@ class NodeActionsMixin:
         except MoveRefused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return _done(node, detail, status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=MoveSerializer, responses={200: ActionResultSerializer})
+    @action(detail=True, methods=["post"], url_path="burn-in", permission_classes=[IsAuthenticated])
+    def burn_in(self, request, pk=None):
+        """Burn an unallocated in-service node in before handing it out (tenant platform)."""
+        return self._move(request, "burn-in")

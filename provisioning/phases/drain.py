@@ -22,6 +22,7 @@ DRAIN_LOOK_S = 60.0
 NEXT = {
     RunKind.WIPE: (NodeState.WIPING, "tenant release of", "erasing every drive"),
     RunKind.SUSPECT: (NodeState.PROVISIONING, "suspect node", "re-checking it, drives kept"),
+    RunKind.BURN_IN: (NodeState.PROVISIONING, "burn-in of", "burning it in, drives kept"),
 }
 
 
