@@ -18,6 +18,7 @@ from fleet.events import record
 from fleet.lifecycle import TransitionConflict, TransitionNotAllowed, transition
 from fleet.models import Node, Rack
 from provisioning.models import Run
+from provisioning.scheduler_sync import admitted, pulled_from_service
 from provisioning.wipes import returned_to_service
 
 from .choices import DecisionKind, Verdict
@@ -186,6 +187,7 @@ def approve(
     )
     # A node back from a tenant-release wipe: its certificate names who let it into the pool.
     returned_to_service(node, actor.get_username())
+    admitted(node)
     return decision
 
 
@@ -200,7 +202,8 @@ def quarantine(node: Node, actor: AbstractBaseUser, reason: str) -> Decision:
         raise lost_race(node, f"node {node.serial} is already quarantined")
     # The caller's view of the state is the compare-and-set's expected value: a quarantine clicked
     # on an awaiting node that was approved a moment ago loses, instead of pulling it from service.
-    return _decide(
+    was_in_service = node.state == NodeState.IN_SERVICE
+    decision = _decide(
         node,
         actor,
         DecisionKind.QUARANTINE,
@@ -209,6 +212,10 @@ def quarantine(node: Node, actor: AbstractBaseUser, reason: str) -> Decision:
         reason,
         latest_run(node),
     )
+    if was_in_service:
+        # No new work may land on a node a person pulled out of service.
+        pulled_from_service(node, reason)
+    return decision
 
 
 def approvable_nodes(rack: Rack):

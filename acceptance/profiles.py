@@ -6,7 +6,10 @@ from fleet.documents import SEMVER, ParsedDocument, SchemaChecker, load_lined_ya
 
 from .gates import GATES_BY_NAME
 
-TOP_LEVEL = {"sku", "version", "description", "auto_return_to_service", "gates"}
+TOP_LEVEL = {"sku", "version", "description", "auto_return_to_service", "suspect_action", "gates"}
+# How deep a suspect node (reported by a health check or an alert) is re-checked once drained:
+# the gates on its installed OS, or a full reprovision (firmware, reimage) before them.
+SUSPECT_ACTIONS = ("revalidate", "reprovision")
 
 
 def parse_profile(text: str) -> ParsedDocument:
@@ -22,6 +25,9 @@ def parse_profile(text: str) -> ParsedDocument:
     auto_return = root.get("auto_return_to_service", False)
     if not isinstance(auto_return, bool):
         check.error(("auto_return_to_service",), "must be true or false")
+    suspect_action = root.get("suspect_action", "revalidate")
+    if suspect_action not in SUSPECT_ACTIONS:
+        check.error(("suspect_action",), f"must be one of {', '.join(SUSPECT_ACTIONS)}")
     gates_out: list[dict] = []
     gates = root.get("gates")
     if not isinstance(gates, list) or not gates:
@@ -70,4 +76,6 @@ def parse_profile(text: str) -> ParsedDocument:
         "auto_return_to_service": bool(auto_return),
         "gates": gates_out,
     }
+    if "suspect_action" in root:
+        spec["suspect_action"] = suspect_action
     return ParsedDocument(sku=sku, version=version, spec=spec)

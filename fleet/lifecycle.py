@@ -38,10 +38,17 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (S.AWAITING_APPROVAL, S.IN_SERVICE): "A person approved the node into the pool.",
     (S.AWAITING_APPROVAL, S.QUARANTINED): "A person quarantined the node, with a reason.",
     (S.AWAITING_APPROVAL, S.PROVISIONING): "A new run re-checks the node before approval.",
-    (S.IN_SERVICE, S.RELEASING): "A tenant released the node; it is cordoned and drained.",
+    (
+        S.IN_SERVICE,
+        S.RELEASING,
+    ): "A tenant released the node, or it was reported suspect; it is cordoned and drained.",
     (S.IN_SERVICE, S.QUARANTINED): "A person pulled a misbehaving node out of service.",
     (S.RELEASING, S.WIPING): "The node is drained; its drives are erased.",
     (S.RELEASING, S.FAILED): "The node could not be drained in time.",
+    (
+        S.RELEASING,
+        S.PROVISIONING,
+    ): "The suspect node is drained; it is re-checked (revalidated or reprovisioned), not erased.",
     (S.WIPING, S.PROVISIONING): "The drives are erased; the node is reimaged from its manifest.",
     (S.WIPING, S.QUARANTINED): "A drive refused the erase; the node never returns to the pool.",
     (S.WIPING, S.FAILED): "The wipe run stopped for a reason other than a drive.",

@@ -356,6 +356,9 @@ GREENLIGHT_WORKER_SWITCH_INTERVAL_MS = env_float("GREENLIGHT_WORKER_SWITCH_INTER
 # Bearer token Prometheus must send to /metrics; empty means /metrics is open (scraped from the
 # management network, like most exporters).
 METRICS_TOKEN = env_str("METRICS_TOKEN")
+# Bearer token Alertmanager may send to /api/v1/alertmanager/ instead of a user's API token
+# (its webhook_config `authorization: {credentials: ...}`); empty: only users' tokens are taken.
+GREENLIGHT_ALERTMANAGER_TOKEN = env_str("GREENLIGHT_ALERTMANAGER_TOKEN")
 # Receivers of a signed POST on every node state change, and the HMAC-SHA256 key that signs it.
 GREENLIGHT_WEBHOOK_URLS = env_list("GREENLIGHT_WEBHOOK_URLS", [])
 GREENLIGHT_WEBHOOK_SECRET = env_str("GREENLIGHT_WEBHOOK_SECRET")

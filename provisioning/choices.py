@@ -9,6 +9,12 @@ class RunKind(models.TextChoices):
     WIPE = "wipe", "Tenant release wipe"
     # The gates again on the installed OS, without firmware, erase or reimage.
     REVALIDATE = "revalidate", "Re-validate"
+    # A node reported suspect in service: drained from its scheduler, then re-validated (or
+    # reprovisioned if its profile says so), then re-admitted or sent to break/fix.
+    SUSPECT = "suspect", "Suspect-node check"
+    # Asked for by a tenant platform before it hands an unallocated in-service node out: drained,
+    # then the profile's gates (the burn-in soak among them) on the installed OS.
+    BURN_IN = "burn_in", "Pre-allocation burn-in"
 
 
 class RunStatus(models.TextChoices):

@@ -1,4 +1,5 @@
-"""Ending a run whose every phase and gate is done: the node goes to a person for approval."""
+"""Ending a run whose every phase and gate is done: the node goes to a person for approval, or
+back into service (and its scheduler) when the profile returns re-checked nodes without a click."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from fleet.models import Node
 
 from .choices import RunKind, RunStatus
 from .models import Run
+from .scheduler_sync import admitted
+from .suspect import TAKE_OUT_KINDS
 from .wipes import returned_to_service
 
 
@@ -49,10 +52,11 @@ def complete_run(run: Run) -> None:
 
 
 def _return_without_a_click(run: Run, node: Node) -> None:
-    """Tenant-release runs may return passed nodes to service if the profile allows it."""
+    """Tenant-release, suspect-node and burn-in runs may return passed nodes to service if the
+    profile allows it; the scheduler then places work on the node again."""
     from acceptance.models import AcceptanceProfile
 
-    if run.kind != RunKind.WIPE:
+    if run.kind not in (RunKind.WIPE, *TAKE_OUT_KINDS):
         return
     profile = AcceptanceProfile.current_for(node.sku)
     if profile and profile.spec.get("auto_return_to_service"):
@@ -62,4 +66,7 @@ def _return_without_a_click(run: Run, node: Node) -> None:
             actor_label="policy",
             reason=f"profile {profile.version} returns re-validated nodes to service",
         )
+        admitted(node)
+        if run.kind != RunKind.WIPE:
+            return
         returned_to_service(node, f"policy: profile {profile.version} auto_return_to_service")

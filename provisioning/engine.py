@@ -38,6 +38,7 @@ from .phases import PHASES_BY_NAME, Band
 from .phases.base import PhaseContext
 from .phases.registry import phase_for
 from .scheduling import hand_over
+from .suspect import run_failed as suspect_run_failed
 
 logger = logging.getLogger(__name__)
 
@@ -359,6 +360,8 @@ def fail_run(
         from .wipes import run_ended  # wipes builds on runs, which builds on this
 
         run_ended(run)
+        # A suspect node its gates quarantined goes on to break/fix.
+        suspect_run_failed(run)
 
 
 def finish_run(run: Run) -> None:

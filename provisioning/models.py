@@ -62,6 +62,10 @@ class Run(models.Model):
                 name="run_one_active_per_node",
             ),
         ]
+        permissions = [
+            # The tenant platform's one run: a burn-in of a node before it hands the node out.
+            ("request_burn_in", "Can ask for a pre-allocation burn-in of an unallocated node"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.kind}) of {self.node_id}"

@@ -19,6 +19,7 @@ from fleet.models import Node
 from .choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunKind, RunStatus
 from .models import Run
 from .runs import RunError, abort_run, retry_run, skip_phase, start_run
+from .suspect import BURN_IN_PERM, SUSPECT_PERM, SuspectRefused, report_suspect, request_burn_in
 
 # Nodes a new run may take without a reimage being forced on a tenant: none of these is in service.
 RERUNNABLE = (NodeState.AWAITING_APPROVAL, NodeState.FAILED, NodeState.BREAK_FIX)
@@ -96,6 +97,22 @@ def _break_fix(node, run, actor, reason, phase):
     return "sent to break/fix"
 
 
+def _suspect(node, run, actor, reason, phase):
+    try:
+        new = report_suspect(node, reason, actor=actor, source="person")
+    except SuspectRefused as exc:
+        raise MoveRefused(str(exc)) from None
+    return f"suspect run {new.pk} started: cordon, drain, re-check, then re-admit or break/fix"
+
+
+def _burn_in(node, run, actor, reason, phase):
+    try:
+        new = request_burn_in(node, actor, reason)
+    except SuspectRefused as exc:
+        raise MoveRefused(str(exc)) from None
+    return f"burn-in run {new.pk} started: cordon, drain, the gates, then re-admit or break/fix"
+
+
 def _decommission(node, run, actor, reason, phase):
     if node.tenant:
         raise MoveRefused(f"node {node.serial} is allocated to a tenant: release it first")
@@ -159,6 +176,23 @@ MOVES: tuple[Move, ...] = (
         "erase or reimage.",
         offered=lambda node, run, stuck: node.state in RERUNNABLE and not is_active(run),
         act=_start(RunKind.REVALIDATE),
+    ),
+    Move(
+        name="suspect", label="Report suspect", perm=SUSPECT_PERM,
+        needs_reason=True, danger=True,
+        effect="Cordons and drains the node from its scheduler, re-checks it (the gates, or a "
+        "reprovision if its profile says so), then re-admits it or sends it to break/fix.",
+        offered=lambda node, run, stuck: node.state == NodeState.IN_SERVICE and not is_active(run),
+        act=_suspect,
+    ),
+    Move(
+        name="burn-in", label="Pre-allocation burn-in", perm=BURN_IN_PERM,
+        needs_reason=False, danger=False,
+        effect="Cordons and drains the unallocated node, runs the acceptance gates (the burn-in "
+        "soak among them) on its installed OS, then re-admits it or sends it to break/fix.",
+        # Offered to any in-service node: one allocated to a tenant is refused saying so.
+        offered=lambda node, run, stuck: node.state == NodeState.IN_SERVICE and not is_active(run),
+        act=_burn_in,
     ),
     Move(
         name="decommission", label="Decommission", perm="fleet.change_node",

@@ -152,7 +152,9 @@ def abort_run(run: Run, *, actor, reason: str) -> Run:
         if not stopped:
             raise RunError(f"run {run.pk} is not active")
         node = Node.objects.get(pk=run.node_id)
-        if node.state in (NodeState.PROVISIONING, NodeState.VALIDATING, NodeState.WIPING):
+        # Releasing too: a run aborted while it drains would leave the node there for good.
+        active = (NodeState.RELEASING, NodeState.PROVISIONING, NodeState.VALIDATING)
+        if node.state in (*active, NodeState.WIPING):
             transition(node, NodeState.FAILED, actor=actor, reason=f"run aborted: {reason}")
         record_event(
             node,

@@ -38,6 +38,10 @@ class MoveSerializer(serializers.Serializer):
     )
 
 
+class SuspectSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=2000, help_text="Why the node is suspect")
+
+
 class UploadSerializer(serializers.Serializer):
     tool = serializers.ChoiceField(choices=sorted(PARSERS))
     output = serializers.CharField(allow_blank=True, trim_whitespace=False)
@@ -252,3 +256,24 @@ class NodeActionsMixin:
     def decommission(self, request, pk=None):
         """Take the node out of the fleet for good (fleet admin, reason required)."""
         return self._move(request, "decommission")
+
+    @extend_schema(request=SuspectSerializer, responses={202: ActionResultSerializer, 400: REFUSED})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def suspect(self, request, pk=None):
+        """Report an in-service node suspect: cordon, drain, re-check, re-admit or break/fix."""
+        node = self.get_object()
+        form = SuspectSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            detail = perform("suspect", node, request.user, reason=form.validated_data["reason"])
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        except MoveRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return _done(node, detail, status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=MoveSerializer, responses={200: ActionResultSerializer})
+    @action(detail=True, methods=["post"], url_path="burn-in", permission_classes=[IsAuthenticated])
+    def burn_in(self, request, pk=None):
+        """Burn an unallocated in-service node in before handing it out (tenant platform)."""
+        return self._move(request, "burn-in")

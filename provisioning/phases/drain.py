@@ -1,8 +1,9 @@
-"""Drain: before a wipe touches anything, the tenant's scheduler lets go of the node.
+"""Drain: before a wipe or a suspect-node check acts, the scheduler lets go of the node.
 
 Cordon through the adapter settings choose, wait (without sleeping) until no job runs, then move
-the node from releasing to wiping. Each stage is saved before it acts, so a resumed phase
-repeats only idempotent calls.
+the node from releasing on: to wiping in a tenant release, to provisioning (the re-check) for a
+suspect node. Each stage is saved before it acts, so a resumed phase repeats only idempotent
+calls.
 """
 
 from __future__ import annotations
@@ -11,10 +12,18 @@ from fleet.choices import NodeState
 from fleet.lifecycle import transition
 
 from .. import schedulers
+from ..choices import RunKind
 from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
 from .base import Phase, PhaseContext
 
 DRAIN_LOOK_S = 60.0
+
+# Where a drained node goes, by run kind, and the cordon's reason the scheduler shows.
+NEXT = {
+    RunKind.WIPE: (NodeState.WIPING, "tenant release of", "erasing every drive"),
+    RunKind.SUSPECT: (NodeState.PROVISIONING, "suspect node", "re-checking it, drives kept"),
+    RunKind.BURN_IN: (NodeState.PROVISIONING, "burn-in of", "burning it in, drives kept"),
+}
 
 
 class Drain(Phase):
@@ -24,9 +33,10 @@ class Drain(Phase):
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         node = ctx.node
-        if node.state == NodeState.WIPING:
+        target, why, then = NEXT.get(ctx.run.kind, NEXT[RunKind.WIPE])
+        if node.state == target:
             # A step that died after the move: the drain already happened.
-            return Skipped({"reason": "the node is already drained and wiping"})
+            return Skipped({"reason": f"the node is already drained and {target.label.lower()}"})
         if node.state != NodeState.RELEASING:
             return Failure(
                 f"node {node.serial} is {node.get_state_display()}, not releasing",
@@ -36,7 +46,7 @@ class Drain(Phase):
             scheduler = schedulers.configured()
             if ctx.record.stage in ("", "cordoning"):
                 ctx.set_stage("cordoning")
-                scheduler.cordon(node, f"greenlight: tenant release of {node.serial}")
+                scheduler.cordon(node, f"greenlight: {why} {node.serial}")
                 # The stage start of "draining" is when the cordon took: the lab reads it.
                 ctx.set_stage("draining")
             if not scheduler.is_drained(node):
@@ -47,9 +57,9 @@ class Drain(Phase):
             return Failure(f"scheduler: {exc}", component="scheduler")
         transition(
             node,
-            NodeState.WIPING,
+            target,
             actor_label="engine",
-            reason=f"drained from {scheduler.label}; erasing every drive",
+            reason=f"drained from {scheduler.label}; {then}",
             data={"run": ctx.run.pk, "scheduler": scheduler.name},
         )
         return Done(

@@ -53,4 +53,10 @@ class SlurmScheduler(Scheduler):
         return is_drained_state(*parse_node(text))
 
     def uncordon(self, node: Node) -> None:
-        run_tool(["scontrol", "update", f"NodeName={self.node_name(node)}", "State=RESUME"])
+        # Slurm refuses RESUME on a node that is not drained or down ("Invalid node state
+        # specified"): a node admitted for the first time, or resumed twice, is left as it is.
+        base, flags, _ = parse_node(
+            run_tool(["scontrol", "--oneliner", "show", "node", self.node_name(node)])
+        )
+        if {"DRAIN", "FAIL"} & flags or base in ("DRAINED", "DOWN"):
+            run_tool(["scontrol", "update", f"NodeName={self.node_name(node)}", "State=RESUME"])

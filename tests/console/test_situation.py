@@ -44,4 +44,4 @@ def test_a_healthy_node_in_service_needs_nobody(rack, manifest):
     panel = node_panel(node)
     assert panel.situation is None
     assert panel.run.status == RunStatus.SUCCEEDED
-    assert [m.name for m in panel.moves] == ["decommission"]
+    assert [m.name for m in panel.moves] == ["suspect", "burn-in", "decommission"]

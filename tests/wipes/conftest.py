@@ -14,6 +14,7 @@ from fleet.choices import ComponentKind, NodeState
 from fleet.models import Component, Node
 from fleet.roles import TENANT_PLATFORM
 from tests import factories
+from tests.support.slurm import one_node_slurm
 
 TENANT = "acme"
 ALLOCATION = "acme-7"
@@ -23,6 +24,13 @@ ALLOCATION = "acme-7"
 def fast_passwords(settings):
     # The cast's passwords are hashed at every set-up; PBKDF2's cost buys nothing in a test.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def slurm(tmp_path, monkeypatch):
+    """A one-node Slurm cluster on loopback (tests.support.slurm); yields the node's name."""
+    with one_node_slurm(tmp_path, monkeypatch) as name:
+        yield name
 
 
 @pytest.fixture

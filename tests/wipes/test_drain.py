@@ -153,6 +153,8 @@ def test_slurm_adapter_calls_scontrol_as_documented(db, rack, monkeypatch, tmp_p
     assert log.read_text().splitlines() == [
         "update|NodeName=gpu-001|State=DRAIN|Reason=greenlight: tenant release|",
         "--oneliner|show|node|gpu-001|",
+        # Resume looks first: Slurm refuses RESUME on a node that is not drained or down.
+        "--oneliner|show|node|gpu-001|",
         "update|NodeName=gpu-001|State=RESUME|",
     ]
 

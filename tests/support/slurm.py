@@ -1,0 +1,108 @@
+"""A one-node Slurm cluster on loopback for the tests that need a real Slurm (skipped without).
+
+Debian's slurmctld, slurmd and slurm-client are enough: `one_node_slurm` writes the cluster's
+slurm.conf (auth/none, loopback, this host), starts both daemons in the foreground and stops them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+TOOLS = ("slurmctld", "slurmd", "scontrol", "sbatch", "scancel")
+NODE = "gl-node-1"
+
+needs_slurm = pytest.mark.skipif(
+    any(shutil.which(t) is None for t in TOOLS) or os.geteuid() != 0,
+    reason="Slurm (slurmctld, slurmd, slurm-client) is not installed, or not running as root",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def until(condition, what: str, timeout: float = 30.0):
+    """Poll `condition` (bounded) until it returns something true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def show() -> str:
+    done = subprocess.run(
+        ["scontrol", "--oneliner", "show", "node", NODE], capture_output=True, text=True
+    )
+    return done.stdout
+
+
+@contextmanager
+def one_node_slurm(tmp_path: Path, monkeypatch) -> Iterator[str]:
+    """A one-node Slurm cluster on loopback; yields the node's name."""
+    for sub in ("state", "spool"):
+        (tmp_path / sub).mkdir()
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        "\n".join(
+            [
+                "ClusterName=greenlight",
+                "SlurmctldHost=localhost(127.0.0.1)",
+                f"SlurmctldPort={free_port()}",
+                f"SlurmdPort={free_port()}",
+                "AuthType=auth/none",
+                "CredType=cred/none",
+                "SlurmUser=root",
+                "SlurmdUser=root",
+                f"StateSaveLocation={tmp_path}/state",
+                f"SlurmdSpoolDir={tmp_path}/spool",
+                f"SlurmctldPidFile={tmp_path}/slurmctld.pid",
+                f"SlurmdPidFile={tmp_path}/slurmd.pid",
+                f"SlurmctldLogFile={tmp_path}/slurmctld.log",
+                f"SlurmdLogFile={tmp_path}/slurmd.log",
+                "ProctrackType=proctrack/pgid",
+                "TaskPlugin=task/none",
+                "SelectType=select/cons_tres",
+                "SelectTypeParameters=CR_Core",
+                "ReturnToService=2",
+                "MpiDefault=none",
+                "SlurmdParameters=config_overrides",
+                f"NodeName={NODE} NodeAddr=127.0.0.1 NodeHostname={socket.gethostname()} "
+                "CPUs=1 State=UNKNOWN",
+                "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+                "",
+            ]
+        )
+    )
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    daemons = [
+        subprocess.Popen(["slurmctld", "-D", "-i", "-f", str(conf)], env=env),
+        subprocess.Popen(["slurmd", "-D", "-f", str(conf), "-N", NODE], env=env),
+    ]
+    try:
+        until(lambda: "State=IDLE " in show(), "the Slurm node to be idle")
+        yield NODE
+    finally:
+        subprocess.run(["scancel", "--full", "--partition=debug"], env=env, capture_output=True)
+        for daemon in daemons:
+            daemon.terminate()
+        for daemon in daemons:
+            try:
+                daemon.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
