@@ -7,9 +7,9 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from console.api.alertmanager import MAX_BODY_BYTES
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Node
-from provisioning.api.alertmanager import MAX_BODY_BYTES
 from provisioning.choices import RunKind
 from provisioning.models import Run
 from tests.api.conftest import client_for
