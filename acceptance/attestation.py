@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .choices import GateName, Verdict
+from .choices import Verdict
 from .parsers.base import Finding
-from .verdicts import DEFAULT_THRESHOLDS, GateVerdict
+from .verdicts import GateVerdict
 
 
-def judge_attestation(report_text: str, manifest: dict[str, Any], thresholds: dict) -> GateVerdict:
-    """Judge the agent's measured-boot report; any mismatch names the component."""
-    used = {**DEFAULT_THRESHOLDS[GateName.ATTESTATION], **(thresholds or {})}
+def judge_attestation(report_text: str, manifest: dict[str, Any], used: dict) -> GateVerdict:
+    """Judge the agent's measured-boot report; any mismatch names the component.
+
+    `used` is the gate's thresholds with their defaults (acceptance.gates.ATTESTATION).
+    """
     verdict = GateVerdict(Verdict.ERROR, thresholds_used=used)
     try:
         report = json.loads(report_text or "")

@@ -7,7 +7,8 @@ import django_filters
 from fleet.filtersets import DocumentFilterSet
 from greenlight.api.filters import DateTimeFilter, IdFilter
 
-from .choices import DecisionKind, GateName, Verdict
+from .choices import DecisionKind, Verdict
+from .gates import gate_choices
 from .models import AcceptanceProfile, Decision, GateResult
 
 
@@ -22,7 +23,7 @@ class GateResultFilterSet(django_filters.FilterSet):
     serial = django_filters.CharFilter(field_name="node__serial")
     rack = IdFilter(field_name="node__rack")
     run = IdFilter(field_name="run")
-    gate = django_filters.MultipleChoiceFilter(choices=GateName.choices)
+    gate = django_filters.MultipleChoiceFilter(choices=gate_choices)
     verdict = django_filters.MultipleChoiceFilter(choices=Verdict.choices)
     since = DateTimeFilter(field_name="finished_at", lookup_expr="gte")
 

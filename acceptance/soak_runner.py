@@ -19,10 +19,11 @@ from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
 from provisioning.progress import soak as soak_progress
 
-from .choices import GateName, Verdict
+from .choices import Verdict
+from .gates import Gate
 from .models import GateResult, SoakSample
+from .run_facts import gate_info, profile_thresholds
 from .soak import judge_soak
-from .verdicts import DEFAULT_THRESHOLDS
 
 CHUNKS = 6
 
@@ -49,17 +50,14 @@ def bus_ids(node, samples: list[dict[str, Any]]) -> dict[str, dict]:
 
 
 class SoakGate(Phase):
-    """The burn-in soak gate."""
+    """A soak gate (the burn-in): load in chunks, telemetry kept, judged after every chunk."""
 
-    name = f"gate:{GateName.BURN_IN}"
+    def __init__(self, gate: Gate):
+        super().__init__(gate_info(gate))
+        self.gate = gate
 
     def thresholds(self, ctx: PhaseContext) -> dict[str, float]:
-        from .runner import profile_thresholds
-
-        return {
-            **DEFAULT_THRESHOLDS[GateName.BURN_IN],
-            **profile_thresholds(ctx, GateName.BURN_IN),
-        }
+        return self.gate.thresholds_with(profile_thresholds(ctx, self.gate.name))
 
     def time_limit(self, ctx: PhaseContext) -> float:
         """The soak's own length, half again for the load to start and samples to land."""
@@ -104,21 +102,23 @@ class SoakGate(Phase):
             parts = ", ".join(dict.fromkeys(f.part for f in verdict.findings)) or "node"
             first = verdict.findings[0].message if verdict.findings else "failed"
             return Failure(
-                f"burn_in stopped early: {first}", component=parts, permanent=True, quarantine=True
+                f"{self.gate.name} stopped early: {first}",
+                component=parts,
+                permanent=True,
+                quarantine=True,
             )
         if end_s >= total_s:
             if verdict.verdict == Verdict.PASS:
                 return Done(compared={"verdict": "pass", "soaked_s": end_s, "wanted_s": total_s})
-            return Failure(f"burn_in: cannot judge: {verdict.error}", component="node")
+            return Failure(f"{self.gate.name}: cannot judge: {verdict.error}", component="node")
         ctx.set_stage("", compared={"soaked_s": end_s, "wanted_s": total_s})
         return Wait(1, f"soaked {soak_progress(end_s, total_s).words}")
 
-    @staticmethod
-    def result(ctx: PhaseContext, used: dict[str, float]) -> GateResult:
+    def result(self, ctx: PhaseContext, used: dict[str, float]) -> GateResult:
         """The soak's result row of this run (created running by the first chunk)."""
         result, _ = GateResult.objects.get_or_create(
             run=ctx.run,
-            gate=GateName.BURN_IN,
+            gate=self.gate.name,
             defaults={"node": ctx.node, "verdict": Verdict.RUNNING, "thresholds": used},
         )
         return result

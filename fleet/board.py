@@ -14,7 +14,7 @@ from django.db.models import Count, Q
 from provisioning import progress
 from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus
 from provisioning.models import PhaseRecord, Run
-from provisioning.phases import PHASES, PHASES_BY_NAME
+from provisioning.phases import PHASES, label_of
 
 from .choices import NODE_STATE_COLORS, NODE_STATE_ICONS, NodeState
 from .lifecycle import ACTIVE_STATES, NEEDS_ATTENTION_STATES
@@ -78,13 +78,7 @@ class Slot:
 
 def phase_label(name: str) -> str:
     """The readable name of a phase (or gate) the run is in."""
-    from acceptance.choices import GateName
-
-    if name in PHASES_BY_NAME:
-        return PHASES_BY_NAME[name].label
-    if name in GateName.values:
-        return f"Gate: {GateName(name).label}"
-    return name.replace("_", " ")
+    return label_of(name)
 
 
 def rack_slots(rack: Rack, node_ids: set[int] | None = None) -> list[Slot]:

@@ -10,8 +10,10 @@ from fleet.events import record as record_event
 from fleet.lifecycle import transition
 from fleet.models import Node
 
-from .choices import RunStatus
+from . import gates
+from .choices import RunKind, RunStatus
 from .models import Run
+from .wipes import returned_to_service
 
 
 def complete_run(run: Run) -> None:
@@ -48,21 +50,15 @@ def complete_run(run: Run) -> None:
 
 
 def _return_without_a_click(run: Run, node: Node) -> None:
-    """Tenant-release runs may return passed nodes to service if the profile allows it."""
-    from acceptance.models import AcceptanceProfile
-
-    from .choices import RunKind
-
+    """Tenant-release runs may return passed nodes to service if the gates' owner allows it."""
     if run.kind != RunKind.WIPE:
         return
-    profile = AcceptanceProfile.current_for(node.sku)
-    if profile and profile.spec.get("auto_return_to_service"):
+    rule = gates.planning().returns_to_service(run)
+    if rule:
         transition(
             node,
             NodeState.IN_SERVICE,
             actor_label="policy",
-            reason=f"profile {profile.version} returns re-validated nodes to service",
+            reason=f"{rule} returns re-validated nodes to service",
         )
-        from .wipes import returned_to_service
-
-        returned_to_service(node, f"policy: profile {profile.version} auto_return_to_service")
+        returned_to_service(node, f"policy: {rule} auto_return_to_service")

@@ -23,6 +23,8 @@ from greenlight.prepared_reads import PreparedRead
 
 from . import clock
 from .choices import PhaseStatus, RunStatus
+from .errors import classify
+from .gates import gate_of
 from .models import PhaseRecord, Run
 from .outcomes import (
     OUTCOME_TYPES,
@@ -34,9 +36,8 @@ from .outcomes import (
     TransientFailure,
     Wait,
 )
-from .phases import PHASES_BY_NAME, Band
+from .phases import PHASES_BY_NAME, Band, phase_for
 from .phases.base import PhaseContext
-from .phases.registry import phase_for
 from .scheduling import hand_over
 
 logger = logging.getLogger(__name__)
@@ -140,8 +141,6 @@ def take_one_look(run: Run, record: PhaseRecord) -> bool:
 
 def outcome_of_exception(exc: Exception) -> Outcome:
     """Sort an error a phase let escape: hiccups are transient, the rest are failures."""
-    from .errors import classify
-
     return classify(exc)
 
 
@@ -156,11 +155,11 @@ def start_phase(run: Run, record: PhaseRecord) -> None:
     record.stage = ""
     record.stage_started_at = now
     record.error = ""
-    record.deadline_at = now + clock.real_delta(ctx.time_limit())
+    record.deadline_at = now + clock.real_delta(_limit(ctx))
     record.save()
     Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
     run.current_phase = record.phase
-    if record.phase.startswith("gate:") and run.node.state == NodeState.PROVISIONING:
+    if gate_of(record.phase) and run.node.state == NodeState.PROVISIONING:
         _move_node(run, NodeState.VALIDATING, "provisioning phases done; acceptance gates start")
     record_event(
         run.node,
@@ -178,7 +177,7 @@ def handle_outcome(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Ou
         return True
     if isinstance(outcome, Wait):
         if timezone.now() > record.deadline_at:
-            limit = clock.minutes_text(ctx.time_limit())
+            limit = clock.minutes_text(_limit(ctx))
             return handle_outcome(
                 run, record, ctx, Failure(f"timed out after {limit}: {outcome.reason}")
             )
@@ -220,7 +219,7 @@ def wait(run: Run, record: PhaseRecord, ctx: PhaseContext, reason: str, seconds:
     # "of 72 h" read as a second, contradictory soak length.
     text = (
         f"{reason}; {clock.minutes_text(spent)} in this phase, "
-        f"limit {clock.minutes_text(ctx.time_limit())}"
+        f"limit {clock.minutes_text(_limit(ctx))}"
     )
     first_time = record.status != PhaseStatus.WAITING or not record.wait_reason.startswith(reason)
     record.status = PhaseStatus.WAITING
@@ -366,6 +365,11 @@ def finish_run(run: Run) -> None:
     from .completion import complete_run
 
     complete_run(run)
+
+
+def _limit(ctx: PhaseContext) -> float:
+    """The limit, in node seconds, of the phase the context's record runs."""
+    return ctx.time_limit(phase_for(ctx.record.phase))
 
 
 def _reached_through(phase: str) -> str:

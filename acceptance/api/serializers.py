@@ -9,7 +9,8 @@ from greenlight.api.fields import ChoiceField, DisplayField
 from greenlight.api.serializers import BriefUserSerializer
 from provisioning.api.serializers import BriefRunSerializer
 
-from ..choices import DecisionKind, GateName, Verdict
+from ..choices import DecisionKind, Verdict
+from ..gates import gate_choices
 from ..models import AcceptanceProfile, Decision, GateResult
 
 
@@ -28,7 +29,7 @@ class GateResultSerializer(serializers.ModelSerializer):
     # Null for a person's upload of a manual tool run (it belongs to no run).
     run = BriefRunSerializer(read_only=True, allow_null=True)
     node = BriefNodeSerializer(read_only=True)
-    gate = ChoiceField(choices=GateName.choices, read_only=True)
+    gate = ChoiceField(choices=gate_choices(), read_only=True)
     verdict = ChoiceField(choices=Verdict.choices, read_only=True)
 
     class Meta:

@@ -20,8 +20,6 @@ DRAIN_LOOK_S = 60.0
 class Drain(Phase):
     """Cordon and drain the node from the tenant's scheduler; hand it over to the wipe."""
 
-    name = "drain"
-
     def execute(self, ctx: PhaseContext) -> Outcome:
         node = ctx.node
         if node.state == NodeState.WIPING:

@@ -16,7 +16,7 @@ from ..choices import CertificateResult, CommandStatus, RunKind
 from ..inventory import record_inband
 from ..models import AgentCommand
 from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
-from .base import Drift, Phase, PhaseContext
+from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, ensure_ephemeral
 
 # A safety net: the agent pushes its result, which nudges the run at once.
@@ -70,8 +70,6 @@ def command_outcome(ctx: PhaseContext) -> AgentCommand | Outcome:
 class WaitForAgent(Phase):
     """The node booted the ephemeral environment and its agent checked in; record inventory."""
 
-    name = "wait_for_agent"
-
     def execute(self, ctx: PhaseContext) -> Outcome:
         session = is_alive(ctx.node)
         if session is None:
@@ -88,9 +86,9 @@ class InbandFirmware(Phase):
 
     auditable = True
 
-    def __init__(self, kind: str):
-        self.kind = kind
-        self.name = f"{kind}_firmware"
+    def __init__(self, info: PhaseInfo):
+        super().__init__(info)
+        self.kind = info.name.removesuffix("_firmware")
 
     def target(self, ctx: PhaseContext) -> dict[str, str] | None:
         return (ctx.manifest.get("firmware") or {}).get(self.kind)
@@ -187,8 +185,6 @@ class InbandFirmware(Phase):
 class SecureErase(Phase):
     """Crypto-erase every drive, when drives may hold data Greenlight did not put there."""
 
-    name = "secure_erase"
-
     def needed(self, ctx: PhaseContext) -> str:
         """Why this run must erase, or "" when it need not."""
         node = ctx.node
@@ -252,7 +248,6 @@ class SecureErase(Phase):
 class OsInstall(Phase):
     """Write the manifest's OS image, verified by sha256 and signature, to the boot disk."""
 
-    name = "os_install"
     auditable = True
 
     def observe(self, ctx: PhaseContext) -> str:
@@ -297,8 +292,6 @@ class OsInstall(Phase):
 
 class WaitForHostOs(Phase):
     """The node booted the installed OS and its agent checked in from there."""
-
-    name = "wait_for_host_os"
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         session = is_alive(ctx.node, HOST_OS)

@@ -20,7 +20,7 @@ from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
 from ..redfish import PowerAction, PowerState, TaskState
 from ..redfish.errors import ActionNotSupported, ResourceMissing
 from ..redfish.versions import normalize_version
-from .base import Drift, Phase, PhaseContext
+from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, reboot_into
 
 # Node seconds a power-on holds its slot in the rack: the inrush a PDU must absorb.
@@ -39,7 +39,6 @@ def _norm_mac(mac: str) -> str:
 class Preflight(Phase):
     """The BMC answers and authenticates; its serial and MACs are the ones enrolled."""
 
-    name = "preflight"
     auditable = True
 
     def observe(self, ctx: PhaseContext) -> dict[str, Any]:
@@ -85,8 +84,6 @@ class Preflight(Phase):
 
 class PowerOn(Phase):
     """Switch the node on, a few nodes of a rack at a time, and read the power state back."""
-
-    name = "power_on"
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         bmc = ctx.bmc()
@@ -155,8 +152,6 @@ def take_power_slot(ctx: PhaseContext) -> bool:
 class BootEphemeral(Phase):
     """Boot the node once into the ephemeral environment (virtual media, UEFI HTTP or PXE)."""
 
-    name = "boot_ephemeral"
-
     def execute(self, ctx: PhaseContext) -> Outcome:
         alive = is_alive(ctx.node)
         if alive is not None:
@@ -171,9 +166,9 @@ class OobFirmware(Phase):
 
     auditable = True
 
-    def __init__(self, kind: str):
-        self.kind = kind
-        self.name = f"{kind}_firmware"
+    def __init__(self, info: PhaseInfo):
+        super().__init__(info)
+        self.kind = info.name.removesuffix("_firmware")
 
     def target(self, ctx: PhaseContext) -> dict[str, str] | None:
         return (ctx.manifest.get("firmware") or {}).get(self.kind)
@@ -313,7 +308,6 @@ class OobFirmware(Phase):
 class BiosSettings(Phase):
     """BIOS attributes: staged in the pending-settings object, applied at the next reset."""
 
-    name = "bios_settings"
     auditable = True
 
     def observe(self, ctx: PhaseContext) -> dict[str, Any]:
@@ -357,8 +351,6 @@ class BiosSettings(Phase):
 
 class BootDisk(Phase):
     """Boot the installed OS from disk."""
-
-    name = "boot_disk"
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         if ctx.record.stage == "":

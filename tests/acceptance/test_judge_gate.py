@@ -5,8 +5,9 @@ import json
 import pytest
 
 from acceptance.choices import Verdict
-from acceptance.judging import SkuFacts, judge_gate, thresholds_for
+from acceptance.gates import judge_gate, thresholds_for
 from acceptance.parsers.base import Severity
+from acceptance.verdicts import SkuFacts
 
 from .sample_files import SAMPLES, read
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from provisioning.models import PhaseRecord, Run
+from provisioning.phases import phase_for
 from provisioning.phases.base import PhaseContext
 
 
@@ -13,7 +14,8 @@ from provisioning.phases.base import PhaseContext
 def test_phase_limits(node, manifest, profile, phase, at_least):
     run = Run.objects.create(node=node, manifest=manifest)
     record = PhaseRecord(run=run, phase=phase, order=0)
-    limit = PhaseContext(run=run, node=node, record=record, manifest=manifest.spec).time_limit()
+    ctx = PhaseContext(run=run, node=node, record=record, manifest=manifest.spec)
+    limit = ctx.time_limit(phase_for(record.phase))
     assert limit >= at_least
     if phase == "preflight":
         assert limit == 600
