@@ -26,10 +26,15 @@ def planned_gates(manifest: Manifest) -> list[str]:
 
 
 def returns_to_service(run: Run) -> str:
-    """The profile that returns a re-validated node to service without a click; "" if not."""
+    """The profile that returns a re-validated node to service without a click; "" if not.
+
+    The SKU's published profile decides, not the version the run's manifest pins: that is the
+    behaviour the tenant-release tests hold (tests/wipes/test_lab_release.py publishes a new
+    profile with the policy and expects it to apply to runs already under way).
+    """
     if run.kind != RunKind.WIPE:
         return ""
-    profile = AcceptanceProfile.for_manifest(run.node.sku_id, run.manifest.spec)
+    profile = AcceptanceProfile.current_for(run.node.sku)
     if profile and profile.spec.get("auto_return_to_service"):
         return f"profile {profile.version}"
     return ""
