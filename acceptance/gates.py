@@ -10,7 +10,7 @@ Adding a gate is adding a row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
@@ -20,8 +20,10 @@ from fleet.models import Node
 from . import judging
 from .choices import Verdict
 from .judging import Judge
+from .parsers import sxid
+from .parsers.base import Severity
 from .partners import fabric_partners
-from .verdicts import Evidence, GateVerdict, SkuFacts
+from .verdicts import Evidence, GateVerdict, SkuFacts, conclude
 
 if TYPE_CHECKING:
     from provisioning.phases.base import PhaseContext
@@ -156,7 +158,40 @@ GPU_HEALTH = Gate(
     },
     judge=judging.from_parsed(judging.check_gpu_health),
     runs=gpu_health_runs,
-    uploads=("dcgm", "nvidia-smi", "xid", "sxid", "aer"),
+    uploads=("dcgm", "nvidia-smi", "xid", "aer"),
+)
+
+
+def judge_nvswitch(tools: tuple[str, ...], evidence: Evidence) -> GateVerdict:
+    """SXids in the kernel log: a fatal one fails its NVSwitch; a non-fatal one if not allowed."""
+    verdict = GateVerdict(Verdict.ERROR, thresholds_used=evidence.thresholds)
+    text = evidence.outputs.get("xid")
+    if text is None:
+        verdict.error = "no xid output"
+        return verdict
+    scan = sxid.parse(text)
+    if scan.error:
+        verdict.error = f"sxid: {scan.error}"
+        return verdict
+    verdict.metrics["sxid"] = scan.metrics
+    lenient = evidence.thresholds.get("allow_nonfatal")
+    for finding in scan.findings:
+        if finding.code == "sxid_nonfatal" and not lenient:
+            finding = replace(finding, severity=Severity.CRITICAL)
+        verdict.findings.append(finding)
+    return conclude(verdict)
+
+
+NVSWITCH = Gate(
+    "nvswitch",
+    "NVSwitch health (SXid scan)",
+    tools=("xid",),
+    thresholds={
+        "allow_nonfatal": Threshold(1, "a non-fatal SXid: 1 = a warning, 0 = fails its NVSwitch"),
+    },
+    judge=judge_nvswitch,
+    runs=fixed({"tool": "xid", "phase": "gate", "duration_s": 1}),
+    uploads=("sxid",),
 )
 NVBANDWIDTH = Gate(
     "nvbandwidth",
@@ -242,6 +277,7 @@ BURN_IN = Gate(
 GATES: tuple[Gate, ...] = (
     ATTESTATION,
     GPU_HEALTH,
+    NVSWITCH,
     NVBANDWIDTH,
     FABRIC,
     STORAGE,
