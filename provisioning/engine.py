@@ -23,6 +23,7 @@ from greenlight.prepared_reads import PreparedRead
 
 from . import clock
 from .choices import PhaseStatus, RunStatus
+from .completion import complete_run
 from .errors import classify
 from .gates import gate_of
 from .models import PhaseRecord, Run
@@ -39,6 +40,7 @@ from .outcomes import (
 from .phases import PHASES_BY_NAME, Band, phase_for
 from .phases.base import PhaseContext
 from .scheduling import hand_over
+from .wipes import run_ended
 
 logger = logging.getLogger(__name__)
 
@@ -355,15 +357,11 @@ def fail_run(
             message=f"run failed in {record.phase}: {reason}",
             data={"run": run.pk, "status": RunStatus.FAILED, "component": component},
         )
-        from .wipes import run_ended  # wipes builds on runs, which builds on this
-
         run_ended(run)
 
 
 def finish_run(run: Run) -> None:
     """Every phase is done or skipped: record the manifest and hand the node to a person."""
-    from .completion import complete_run
-
     complete_run(run)
 
 

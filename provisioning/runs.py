@@ -20,6 +20,7 @@ from .choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunKind, RunStatus
 from .models import PhaseRecord, Run
 from .plans import plan
 from .scheduling import kick_off
+from .wipes import run_ended, run_reopened
 
 
 class RunError(Exception):
@@ -160,8 +161,6 @@ def abort_run(run: Run, *, actor, reason: str) -> Run:
             message=f"aborted run {run.pk}: {reason}",
             data={"run": run.pk, "action": "abort"},
         )
-        from .wipes import run_ended  # wipes imports this module
-
         run_ended(run)
     return run
 
@@ -190,8 +189,6 @@ def _reopen(run: Run, actor, why: str) -> None:
     if not reopened:
         raise RunError(f"run {run.pk} changed meanwhile; reload it")
     run.refresh_from_db()
-    from .wipes import run_reopened  # wipes imports this module
-
     run_reopened(run)
     record_event(
         node,

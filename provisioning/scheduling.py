@@ -13,17 +13,21 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from greenlight import celery_app
+
 from .choices import RunStatus
 from .models import Run
+
+# The Celery task that takes one step of a run (provisioning.tasks.advance_run).
+ADVANCE_TASK = "provisioning.tasks.advance_run"
 
 
 def send_step(run_id: int, step: int, countdown: float = 0.0) -> None:
     """Send the task for `step` of a run once the current transaction commits."""
 
     def send() -> None:
-        from .tasks import advance_run
-
-        advance_run.apply_async((run_id, step), countdown=countdown or None)
+        # By name: the task (provisioning.tasks) calls the engine, which calls this module.
+        celery_app.send_task(ADVANCE_TASK, (run_id, step), countdown=countdown or None)
 
     # on_commit: the worker that picks the task up must see what this step wrote.
     transaction.on_commit(send)

@@ -6,13 +6,15 @@ from celery import shared_task
 from celery.signals import before_task_publish, worker_shutdown
 
 from . import engine
+from .bmc import session_pool
+from .scheduling import ADVANCE_TASK
 from .sweep import queue_lag_s, stamp_sent_at
 from .sweep import sweep as sweep_runs
 
 SWEEP_TASK = "provisioning.tasks.sweep"
 
 
-@shared_task(name="provisioning.tasks.advance_run")
+@shared_task(name=ADVANCE_TASK)
 def advance_run(run_id: int, step: int) -> None:
     """Take one step of a run."""
     engine.advance(run_id, step)
@@ -34,6 +36,4 @@ def stamp_sweep_messages(sender=None, headers=None, **_: object) -> None:
 @worker_shutdown.connect
 def log_out_of_bmcs(**_: object) -> None:
     """A worker going away logs its pooled BMC sessions out: BMCs have few session slots."""
-    from .bmc import session_pool
-
     session_pool().close_all()

@@ -17,7 +17,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from fleet.models import Node
 
 from .models import WipeCertificate, WipeRequest
-from .wipes import WipeRefused, certificate_document, file_wipe, refusals_for
+from .wipe_requests import WipeRefused, file_wipe, refusals_for
+from .wipes import certificate_document
 
 can_request = permission_required("provisioning.add_wiperequest", raise_exception=True)
 can_read = permission_required("provisioning.view_wipecertificate", raise_exception=True)

@@ -1,8 +1,9 @@
-"""Tenant release: filing a wipe request, and the certificate each wiped node ends with.
+"""Tenant release: the certificate each wiped node ends with, and its request's settlement.
 
-A wipe request moves each node from in service to releasing and starts a wipe run on it; the run
-drains the node (phases/drain.py), erases every drive (phases/inband.SecureErase, which calls
-`erase_finished` here), reimages and re-validates it. The certificate is written once, passed or
+A wipe request (filed by provisioning.wipe_requests) moves each node from in service to
+releasing and starts a wipe run on it; the run drains the node (phases/drain.py), erases every
+drive (phases/inband.SecureErase, which calls `erase_finished` here), reimages and re-validates
+it. This module starts no run, so the engine, the runs and the phases may call it directly. The certificate is written once, passed or
 failed; only who approved the node back into service is filled in afterwards, once.
 
 The certificate speaks of the erase alone. The request follows its nodes to the end (`settle`):
@@ -12,19 +13,18 @@ returned only when every node is back in service, failed with the node and the r
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from fleet.choices import ComponentKind, EventKind, NodeState
 from fleet.events import record as record_event
-from fleet.lifecycle import TransitionError, transition
+from fleet.lifecycle import transition
 from fleet.models import Component, Node
 
+from . import schedulers
 from .choices import (
     ERASE_PURPOSE,
     ERASE_STANDARD,
@@ -35,14 +35,9 @@ from .choices import (
     WipeStatus,
 )
 from .models import Run, WipeCertificate, WipeRequest
-from .runs import RunError, start_run
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
 
 logger = logging.getLogger(__name__)
 
-REQUEST_PERM = "provisioning.add_wiperequest"
 # What a certificate proves, in its own words: a passed erase is not a node back in service.
 CERTIFICATE_SCOPE = (
     "This certificate covers the erase of the drives listed, and only that. Whether the node "
@@ -52,127 +47,8 @@ PASSED = CertificateResult.PASSED
 FAILED = CertificateResult.FAILED
 
 
-class WipeRefused(Exception):
-    """The wipe cannot be filed; `reasons` says why, one line per node or problem."""
-
-    def __init__(self, reasons: list[str]):
-        super().__init__("; ".join(reasons))
-        self.reasons = reasons
-
-
 class WipeError(Exception):
     """A wipe run that no wipe request accounts for."""
-
-
-# -- filing ------------------------------------------------------------------------------------
-
-
-def request_wipe(
-    nodes: Iterable[Node], tenant: str, allocation_ref: str, actor: AbstractBaseUser
-) -> WipeRequest:
-    """Release `nodes` of a tenant's allocation: drain, erase, reimage, re-validate each."""
-    return file_wipe(nodes, tenant, allocation_ref, actor)[0]
-
-
-def file_wipe(
-    nodes: Iterable[Node], tenant: str, allocation_ref: str, actor: AbstractBaseUser
-) -> tuple[WipeRequest, bool]:
-    """`request_wipe`, also saying whether the request is new (False: the same one again)."""
-    if actor is None or not actor.is_authenticated or not actor.has_perm(REQUEST_PERM):
-        raise PermissionDenied("you are not allowed to request tenant-release wipes")
-    tenant, allocation_ref = tenant.strip(), allocation_ref.strip()
-    node_ids = {n.pk for n in nodes}
-    missing = [
-        text
-        for text, absent in (
-            ("a wipe needs the tenant", not tenant),
-            ("a wipe needs the allocation reference", not allocation_ref),
-            ("a wipe needs at least one node", not node_ids),
-        )
-        if absent
-    ]
-    if missing:
-        raise WipeRefused(missing)
-    existing = WipeRequest.objects.filter(tenant=tenant, allocation_ref=allocation_ref).first()
-    if existing is not None:
-        return _same_request(existing, node_ids), False
-    fresh = list(Node.objects.filter(pk__in=node_ids).order_by("serial"))
-    refusals = [reason for node in fresh for reason in refusals_for(node, tenant, allocation_ref)]
-    if refusals:
-        raise WipeRefused(refusals)
-    try:
-        with transaction.atomic():
-            wipe = WipeRequest.objects.create(
-                tenant=tenant,
-                allocation_ref=allocation_ref,
-                status=WipeStatus.IN_PROGRESS,
-                requested_by=actor,
-            )
-            wipe.nodes.set(fresh)
-            for node in fresh:
-                _release(wipe, node, actor)
-    except IntegrityError:
-        # The unique (tenant, allocation_ref) constraint: the same request, sent twice at once
-        # (an API client retrying), committed first. The same nodes make it the same wipe.
-        existing = WipeRequest.objects.filter(tenant=tenant, allocation_ref=allocation_ref).first()
-        if existing is None:
-            raise
-        return _same_request(existing, node_ids), False
-    except (TransitionError, RunError) as exc:
-        # Someone moved a node (or started a run on it) between the checks and the move.
-        raise WipeRefused([str(exc)]) from None
-    return wipe, True
-
-
-def refusals_for(node: Node, tenant: str, allocation_ref: str) -> list[str]:
-    """Why `node` cannot be released for this tenant's allocation; empty when it can."""
-    reasons = []
-    if node.tenant != tenant:
-        # Another tenant's name is not ours to tell.
-        owner = "another tenant" if node.tenant else "no tenant"
-        reasons.append(f"node {node.serial} is allocated to {owner}, not {tenant}")
-    elif node.allocation_ref and node.allocation_ref != allocation_ref:
-        reasons.append(f"node {node.serial} is not part of allocation {allocation_ref}")
-    if node.state != NodeState.IN_SERVICE:
-        reasons.append(f"node {node.serial} is {node.get_state_display()}, not in service")
-    return reasons
-
-
-def _same_request(existing: WipeRequest, node_ids: set[int]) -> WipeRequest:
-    """The existing request if it names exactly these nodes; a refusal otherwise."""
-    theirs = set(existing.nodes.values_list("pk", flat=True))
-    if theirs != node_ids:
-        raise WipeRefused(
-            [
-                f"allocation {existing.tenant}/{existing.allocation_ref} already has wipe "
-                f"request {existing.pk}, for other nodes"
-            ]
-        )
-    return existing
-
-
-def _release(wipe: WipeRequest, node: Node, actor: AbstractBaseUser) -> Run:
-    """Move one node to releasing and start its wipe run (the run drains it first)."""
-    transition(
-        node,
-        NodeState.RELEASING,
-        actor=actor,
-        from_state=NodeState.IN_SERVICE,
-        reason=f"released by tenant {wipe.tenant} (allocation {wipe.allocation_ref})",
-        data={"wipe_request": wipe.pk},
-    )
-    # The run is started by the system (a tenant platform token may start no other run); the
-    # requester is recorded on it and on the request.
-    run = start_run(node, kind=RunKind.WIPE, move_node=False)
-    Run.objects.filter(pk=run.pk).update(started_by=actor)
-    record_event(
-        node,
-        EventKind.WIPE,
-        actor=actor,
-        message=f"wipe requested for {wipe.tenant}/{wipe.allocation_ref}",
-        data={"wipe_request": wipe.pk, "run": run.pk},
-    )
-    return run
 
 
 # -- the erase and its certificate -------------------------------------------------------------
@@ -449,8 +325,6 @@ def returned_to_service(node: Node, approved_by: str) -> WipeCertificate | None:
 
 def readmit(node: Node) -> None:
     """Uncordon the node in the tenant scheduler; a refusal is recorded, not raised."""
-    from . import schedulers
-
     try:
         scheduler = schedulers.configured()
         scheduler.uncordon(node)

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from .. import filtersets
 from ..models import Run, WipeCertificate, WipeRequest
-from ..wipes import WipeRefused, file_wipe
+from ..wipe_requests import WipeRefused, file_wipe
 from . import serializers as s
 from .run_actions import RunActionsMixin
 

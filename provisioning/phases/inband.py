@@ -16,6 +16,7 @@ from ..choices import CertificateResult, CommandStatus, RunKind
 from ..inventory import record_inband
 from ..models import AgentCommand
 from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
+from ..wipes import erase_finished
 from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, ensure_ephemeral
 
@@ -215,8 +216,6 @@ class SecureErase(Phase):
         ctx.record.save(update_fields=["compared"])
         failed = [d for d in drives if d.get("result") != "passed"]
         if ctx.run.kind == RunKind.WIPE:
-            from ..wipes import erase_finished
-
             # The certificate is written whatever the outcome: a failed drive is on it too.
             certificate = erase_finished(
                 ctx.run, drives, passed=not failed and command.status == CommandStatus.DONE

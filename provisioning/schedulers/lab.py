@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from django.utils import timezone
 
 from .. import clock
+from ..choices import ACTIVE_RUN_STATUSES
+from ..models import PhaseRecord
 from .base import Scheduler
 
 if TYPE_CHECKING:
@@ -28,9 +30,6 @@ class LabScheduler(Scheduler):
         """Nothing to call: the drain phase's stage start is the cordon's timestamp."""
 
     def is_drained(self, node: Node) -> bool:
-        from ..choices import ACTIVE_RUN_STATUSES
-        from ..models import PhaseRecord
-
         record = (
             PhaseRecord.objects.filter(
                 run__node=node, run__status__in=ACTIVE_RUN_STATUSES, phase="drain"

@@ -15,7 +15,8 @@ from fleet.models import Event, Node
 from provisioning.choices import CertificateResult, RunStatus, WipeStatus
 from provisioning.completion import complete_run
 from provisioning.models import Run, WipeCertificate
-from provisioning.wipes import certificate_document, erase_finished, request_wipe
+from provisioning.wipe_requests import request_wipe
+from provisioning.wipes import certificate_document, erase_finished
 from tests import factories
 
 from .conftest import ALLOCATION, TENANT, drive_report

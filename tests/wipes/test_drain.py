@@ -20,7 +20,7 @@ from provisioning.schedulers import SchedulerError, configured
 from provisioning.schedulers.kubernetes import KubernetesScheduler, blocking_pods
 from provisioning.schedulers.lab import DRAIN_SECONDS
 from provisioning.schedulers.slurm import SlurmScheduler, is_drained_state, parse_node
-from provisioning.wipes import request_wipe
+from provisioning.wipe_requests import request_wipe
 
 from .conftest import ALLOCATION, TENANT
 

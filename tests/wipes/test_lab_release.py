@@ -21,7 +21,7 @@ from lab.manifests import profile_yaml
 from lab.run import LabRun, LabRunConfig
 from provisioning.choices import CertificateResult, PhaseStatus, RunKind, RunStatus, WipeStatus
 from provisioning.models import Run, WipeCertificate
-from provisioning.wipes import request_wipe
+from provisioning.wipe_requests import request_wipe
 from tests import factories
 
 

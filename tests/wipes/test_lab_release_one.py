@@ -21,7 +21,7 @@ from fleet.roles import FLEET_ADMIN
 from lab.run import LabRun, LabRunConfig
 from provisioning.choices import CertificateResult, RunKind, RunStatus, WipeStatus
 from provisioning.models import Run, WipeCertificate
-from provisioning.wipes import request_wipe
+from provisioning.wipe_requests import request_wipe
 from tests import factories
 
 

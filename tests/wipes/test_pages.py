@@ -11,7 +11,8 @@ from django.urls import reverse
 from fleet.choices import NodeState
 from fleet.lifecycle import transition
 from provisioning.models import WipeRequest
-from provisioning.wipes import erase_finished, request_wipe
+from provisioning.wipe_requests import request_wipe
+from provisioning.wipes import erase_finished
 from tests.api.conftest import client_for
 
 from .conftest import ALLOCATION, TENANT, allocated_node, drive_report

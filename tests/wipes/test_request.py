@@ -10,7 +10,7 @@ from fleet.choices import EventKind, NodeState
 from fleet.models import Event
 from provisioning.choices import PhaseStatus, RunKind, RunStatus, WipeStatus
 from provisioning.models import Run, WipeRequest
-from provisioning.wipes import WipeRefused, request_wipe
+from provisioning.wipe_requests import WipeRefused, request_wipe
 
 from .conftest import ALLOCATION, TENANT, allocated_node
 

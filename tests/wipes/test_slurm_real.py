@@ -140,7 +140,7 @@ def test_a_running_job_keeps_the_node_draining_until_it_ends(db, rack, slurm):
 def test_the_drain_phase_drains_an_idle_slurm_node_at_once(alice, rack, manifest, slurm, settings):
     from provisioning.choices import PhaseStatus
     from provisioning.phases.base import PhaseContext
-    from provisioning.wipes import request_wipe
+    from provisioning.wipe_requests import request_wipe
 
     from .conftest import ALLOCATION, TENANT, allocated_node
 
