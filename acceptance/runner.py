@@ -12,7 +12,7 @@ from functools import cache
 from django.utils import timezone
 
 from agent import protocol
-from provisioning.choices import CommandStatus
+from provisioning.choices import CommandStatus, Stage
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Done, Failure, Outcome, Skipped, Wait
 from provisioning.phases.base import Phase, PhaseContext
@@ -94,14 +94,14 @@ class GatePhase(Phase):
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         gate = self.gate
-        if ctx.record.stage == "":
+        if ctx.record.stage == Stage.NONE:
             return self.send_tools(ctx, profile_thresholds(ctx, gate.name))
         # Most looks find the tools still running: the profile is read only once they are done.
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
         thresholds = profile_thresholds(ctx, gate.name)
-        if ctx.record.stage == "resetting":
+        if ctx.record.stage == Stage.RESETTING:
             if command.status == CommandStatus.FAILED:
                 parts = ", ".join(ctx.record.compared.get("gpus_reset") or []) or "GPU"
                 return Failure(
@@ -133,7 +133,7 @@ class GatePhase(Phase):
             return alone(ctx, self.gate, used)
         assert self.gate.runs is not None, "a gate without runs is a soak (SoakGate)"
         tools = self.gate.runs(ctx, used)
-        outcome = send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, "running")
+        outcome = send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, Stage.RUNNING)
         if partners is not None and isinstance(outcome, Wait):
             lend(ctx, partners)  # said once the runs are on their way, not per retry
         return outcome

@@ -13,6 +13,7 @@ from typing import Any
 
 from agent import protocol
 from fleet.models import Component
+from provisioning.choices import Stage
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Done, Failure, Outcome, Wait
 from provisioning.phases.base import Phase, PhaseContext
@@ -70,7 +71,7 @@ class SoakGate(Phase):
         total_s = math.ceil(used["soak_hours"] * 3600 / interval) * interval
         chunk_s = max(interval, total_s // CHUNKS // interval * interval)
         done_s = int(ctx.record.compared.get("soaked_s", 0))
-        if ctx.record.stage == "":
+        if ctx.record.stage == Stage.NONE:
             self.result(ctx, used)  # the soak shows as running from its first chunk
             return self.next_chunk(ctx, done_s, min(chunk_s, total_s - done_s), interval, total_s)
         command = command_outcome(ctx)
@@ -111,7 +112,7 @@ class SoakGate(Phase):
             if verdict.verdict == Verdict.PASS:
                 return Done(compared={"verdict": "pass", "soaked_s": end_s, "wanted_s": total_s})
             return Failure(f"{self.gate.name}: cannot judge: {verdict.error}", component="node")
-        ctx.set_stage("", compared={"soaked_s": end_s, "wanted_s": total_s})
+        ctx.set_stage(Stage.NONE, compared={"soaked_s": end_s, "wanted_s": total_s})
         return Wait(1, f"soaked {soak_progress(end_s, total_s).words}")
 
     def result(self, ctx: PhaseContext, used: dict[str, float]) -> GateResult:
@@ -141,7 +142,7 @@ class SoakGate(Phase):
             },
             {"tool": "xid", "phase": "soak", "soak_s": start_s + length_s, "duration_s": 1},
         ]
-        return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, "soaking")
+        return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, Stage.SOAKING)
 
     @staticmethod
     def keep_samples(result: GateResult, text: str) -> None:

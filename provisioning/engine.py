@@ -22,7 +22,7 @@ from fleet.models import Node
 from greenlight.prepared_reads import PreparedRead
 
 from . import clock
-from .choices import PhaseStatus, RunStatus
+from .choices import PhaseStatus, RunStatus, Stage
 from .completion import complete_run
 from .errors import classify
 from .gates import gate_of
@@ -154,7 +154,7 @@ def start_phase(run: Run, record: PhaseRecord) -> None:
     record.attempts += 1
     record.started_at = now
     record.finished_at = None
-    record.stage = ""
+    record.stage = Stage.NONE
     record.stage_started_at = now
     record.error = ""
     record.deadline_at = now + clock.real_delta(_limit(ctx))

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from .. import clock
 from ..bmc import bmc_session
+from ..choices import Stage
 from ..outcomes import Outcome, Skipped
 
 if TYPE_CHECKING:
@@ -96,8 +97,11 @@ class PhaseContext:
         self.record.save(update_fields=["compared"])
         return None
 
-    def set_stage(self, stage: str, **fields: Any) -> None:
-        """Move the phase to its next inner stage; saved at once, before anything is applied."""
+    def set_stage(self, stage: Stage | str, **fields: Any) -> None:
+        """Move the phase to its next inner stage; saved at once, before anything is applied.
+
+        A Stage; a str only to put back a stage read from the record (reboot_into's undo).
+        """
         self.record.stage = stage
         self.record.stage_started_at = timezone.now()
         for name, value in fields.items():

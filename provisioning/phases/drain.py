@@ -11,6 +11,7 @@ from fleet.choices import NodeState
 from fleet.lifecycle import transition
 
 from .. import schedulers
+from ..choices import Stage
 from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
 from .base import Phase, PhaseContext
 
@@ -32,11 +33,11 @@ class Drain(Phase):
             )
         try:
             scheduler = schedulers.configured()
-            if ctx.record.stage in ("", "cordoning"):
-                ctx.set_stage("cordoning")
+            if ctx.record.stage in (Stage.NONE, Stage.CORDONING):
+                ctx.set_stage(Stage.CORDONING)
                 scheduler.cordon(node, f"greenlight: tenant release of {node.serial}")
                 # The stage start of "draining" is when the cordon took: the lab reads it.
-                ctx.set_stage("draining")
+                ctx.set_stage(Stage.DRAINING)
             if not scheduler.is_drained(node):
                 return Wait(DRAIN_LOOK_S, f"waiting for jobs to leave {scheduler.label}")
         except schedulers.SchedulerUnavailable as exc:

@@ -12,7 +12,7 @@ from fleet.models import Node
 from .. import agent_link
 from ..agent_link import EPHEMERAL, HOST_OS, is_alive, live_session
 from ..boot_credentials import HOST_CREDENTIAL_ID, mint_host_credential
-from ..choices import CertificateResult, CommandStatus, RunKind
+from ..choices import CertificateResult, CommandStatus, RunKind, Stage
 from ..inventory import record_inband
 from ..models import AgentCommand
 from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
@@ -27,7 +27,7 @@ SILENCE_S = 120.0
 INVENTORY_KEYS = {"nic": "nics", "dpu": "dpus", "nvme": "drives"}
 
 
-def send_command(ctx: PhaseContext, kind: str, params: dict, stage: str) -> Outcome:
+def send_command(ctx: PhaseContext, kind: str, params: dict, stage: Stage) -> Outcome:
     """Hand a command to the live agent and wait for its result in `stage`."""
     session = live_session(ctx.node)
     if session is None:
@@ -37,13 +37,15 @@ def send_command(ctx: PhaseContext, kind: str, params: dict, stage: str) -> Outc
     return Wait(COMMAND_LOOK_S, f"agent running {kind}")
 
 
-def send_in_ephemeral(ctx: PhaseContext, stage: str, kind: str, params: dict, next_stage: str):
+def send_in_ephemeral(
+    ctx: PhaseContext, stage: str, kind: str, params: dict, next_stage: Stage
+) -> Outcome:
     """Send a command that only the ephemeral environment may run, rebooting into it first."""
-    if stage == "rebooting":
+    if stage == Stage.REBOOTING:
         waiting = awaiting_boot(ctx, EPHEMERAL)
         if waiting is not None:
             return waiting
-    reboot = ensure_ephemeral(ctx, "rebooting")
+    reboot = ensure_ephemeral(ctx, Stage.REBOOTING)
     if reboot is not None:
         return reboot
     return send_command(ctx, kind, params, next_stage)
@@ -63,7 +65,7 @@ def command_outcome(ctx: PhaseContext) -> AgentCommand | Outcome:
         return Wait(COMMAND_LOOK_S, f"agent running {command.kind}")
     if command.status == CommandStatus.LOST:
         # The agent rebooted or restarted under the command: observe again from the start.
-        ctx.set_stage("", command=None)
+        ctx.set_stage(Stage.NONE, command=None)
         return TransientFailure(f"the agent lost command {command.kind}", kind="AgentLost")
     return command
 
@@ -114,19 +116,19 @@ class InbandFirmware(Phase):
         if target is None:
             return Skipped({"reason": f"the manifest sets no {self.kind} firmware"})
         stage = ctx.record.stage
-        if stage == "":
+        if stage == Stage.NONE:
             drifts = self.diff(ctx, self.observe(ctx))
             skipped = ctx.no_delta(drifts)
             if skipped is not None:
                 return skipped
             params = {"component": self.kind, **target}
-            return send_command(ctx, protocol.FLASH_FIRMWARE, params, "flashing")
-        if stage == "flashing":
+            return send_command(ctx, protocol.FLASH_FIRMWARE, params, Stage.FLASHING)
+        if stage == Stage.FLASHING:
             return self.flashed(ctx)
-        if stage in ("rebooting", "power_cycle"):
+        if stage in (Stage.REBOOTING, Stage.POWER_CYCLE):
             waiting = awaiting_boot(ctx)
             if waiting is not None:
-                if stage == "power_cycle":
+                if stage == Stage.POWER_CYCLE:
                     return NeedsPerson(
                         f"AC power cycle needed: the {self.kind.upper()} firmware needs power "
                         "removed from the node",
@@ -150,13 +152,13 @@ class InbandFirmware(Phase):
         if not result.get("flashed"):
             return Skipped(ctx.record.compared)
         if result.get("needs_power_cycle"):
-            ctx.set_stage("power_cycle", boot_id_before=command.session.boot_id)
+            ctx.set_stage(Stage.POWER_CYCLE, boot_id_before=command.session.boot_id)
             return NeedsPerson(
                 f"AC power cycle needed: the {self.kind.upper()} firmware needs power removed "
                 "from the node"
             )
         if result.get("needs_reset"):
-            return boot_ephemeral(ctx, "rebooting")
+            return boot_ephemeral(ctx, Stage.REBOOTING)
         return self.verify(ctx, self.target(ctx))
 
     def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
@@ -199,15 +201,15 @@ class SecureErase(Phase):
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         stage = ctx.record.stage
-        if stage == "":
+        if stage == Stage.NONE:
             why = self.needed(ctx)
             if not why:
                 return Skipped({"last_erased_at": ctx.node.last_erased_at.isoformat()})
             ctx.record.compared = {"reason": why}
             ctx.record.save(update_fields=["compared"])
-            stage = "ready"
-        if stage in ("ready", "rebooting"):
-            return send_in_ephemeral(ctx, stage, protocol.SECURE_ERASE, {}, "erasing")
+            stage = Stage.READY
+        if stage in (Stage.READY, Stage.REBOOTING):
+            return send_in_ephemeral(ctx, stage, protocol.SECURE_ERASE, {}, Stage.ERASING)
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
@@ -264,18 +266,18 @@ class OsInstall(Phase):
         if image is None:
             return Skipped({"reason": "the manifest names no OS image"})
         stage = ctx.record.stage
-        if stage == "":
+        if stage == Stage.NONE:
             drifts = self.diff(ctx, self.observe(ctx))
             skipped = ctx.no_delta(drifts)
             if skipped is not None:
                 return skipped
-            stage = "ready"
-        if stage in ("ready", "rebooting"):
+            stage = Stage.READY
+        if stage in (Stage.READY, Stage.REBOOTING):
             # The installed OS's agent earns its session with this credential, which the
             # ephemeral agent writes into the install record on the boot disk.
             credential, _ = mint_host_credential(ctx.node, ctx.run)
             params = {**image, HOST_CREDENTIAL_ID: credential.pk}
-            return send_in_ephemeral(ctx, stage, protocol.INSTALL_OS, params, "installing")
+            return send_in_ephemeral(ctx, stage, protocol.INSTALL_OS, params, Stage.INSTALLING)
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
