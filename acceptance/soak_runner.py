@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from agent import protocol
@@ -27,6 +28,34 @@ from .run_facts import gate_info, profile_thresholds
 from .soak import judge_soak
 
 CHUNKS = 6
+
+
+@dataclass(frozen=True)
+class SoakState:
+    """How far a soak has come: kept in its record's `compared` under these keys.
+
+    provisioning.progress reads soaked_s and wanted_s from there for the bars and the panel.
+    """
+
+    soaked_s: int = 0
+    # Where the chunk now under way ends; None between chunks.
+    chunk_end_s: int | None = None
+    wanted_s: int = 0
+
+    @classmethod
+    def of(cls, compared: dict[str, Any]) -> SoakState:
+        """Read the state a record keeps (an empty one before the first chunk)."""
+        end = compared.get("chunk_end_s")
+        return cls(
+            soaked_s=int(compared.get("soaked_s", 0)),
+            chunk_end_s=None if end is None else int(end),
+            wanted_s=int(compared.get("wanted_s", 0)),
+        )
+
+    def as_compared(self) -> dict[str, Any]:
+        """The state as the record keeps it."""
+        kept = {"soaked_s": self.soaked_s, "wanted_s": self.wanted_s}
+        return kept if self.chunk_end_s is None else {**kept, "chunk_end_s": self.chunk_end_s}
 
 
 def bus_ids(node, samples: list[dict[str, Any]]) -> dict[str, dict]:
@@ -70,7 +99,8 @@ class SoakGate(Phase):
         # Whole sampling intervals, so the last sample falls at (or past) the soak's end.
         total_s = math.ceil(used["soak_hours"] * 3600 / interval) * interval
         chunk_s = max(interval, total_s // CHUNKS // interval * interval)
-        done_s = int(ctx.record.compared.get("soaked_s", 0))
+        state = SoakState.of(ctx.record.compared)
+        done_s = state.soaked_s
         if ctx.record.stage == Stage.NONE:
             self.result(ctx, used)  # the soak shows as running from its first chunk
             return self.next_chunk(ctx, done_s, min(chunk_s, total_s - done_s), interval, total_s)
@@ -79,7 +109,7 @@ class SoakGate(Phase):
             return command
         result = self.result(ctx, used)
         outputs = (command.result or {}).get("outputs") or {}
-        end_s = int(ctx.record.compared.get("chunk_end_s", done_s))
+        end_s = done_s if state.chunk_end_s is None else state.chunk_end_s
         self.keep_samples(result, outputs.get("soak", "[]"))
         raw = dict(result.raw_output or {})
         raw["xid"] = outputs.get("xid", "")
@@ -110,9 +140,10 @@ class SoakGate(Phase):
             )
         if end_s >= total_s:
             if verdict.verdict == Verdict.PASS:
-                return Done(compared={"verdict": "pass", "soaked_s": end_s, "wanted_s": total_s})
+                soaked = SoakState(soaked_s=end_s, wanted_s=total_s).as_compared()
+                return Done(compared={"verdict": "pass", **soaked})
             return Failure(f"{self.gate.name}: cannot judge: {verdict.error}", component="node")
-        ctx.set_stage(Stage.NONE, compared={"soaked_s": end_s, "wanted_s": total_s})
+        ctx.set_stage(Stage.NONE, compared=SoakState(end_s, None, total_s).as_compared())
         return Wait(1, f"soaked {soak_progress(end_s, total_s).words}")
 
     def result(self, ctx: PhaseContext, used: dict[str, float]) -> GateResult:
@@ -127,11 +158,7 @@ class SoakGate(Phase):
     def next_chunk(
         self, ctx: PhaseContext, start_s: int, length_s: int, interval: int, total_s: int
     ) -> Outcome:
-        ctx.record.compared = {
-            "soaked_s": start_s,
-            "chunk_end_s": start_s + length_s,
-            "wanted_s": total_s,
-        }
+        ctx.record.compared = SoakState(start_s, start_s + length_s, total_s).as_compared()
         ctx.record.save(update_fields=["compared"])
         tools = [
             {

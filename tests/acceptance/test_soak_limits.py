@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from acceptance.soak_runner import SoakState
 from provisioning.models import PhaseRecord, Run
 from provisioning.phases import phase_for
 from provisioning.phases.base import PhaseContext
@@ -19,3 +20,11 @@ def test_phase_limits(node, manifest, profile, phase, at_least):
     assert limit >= at_least
     if phase == "preflight":
         assert limit == 600
+
+
+def test_the_soak_state_reads_back_what_it_keeps():
+    between = SoakState(soaked_s=7200, wanted_s=259200)
+    assert between.as_compared() == {"soaked_s": 7200, "wanted_s": 259200}
+    chunk = SoakState(7200, 50400, 259200)
+    assert SoakState.of(chunk.as_compared()) == chunk
+    assert SoakState.of({}) == SoakState()
