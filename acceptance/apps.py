@@ -5,3 +5,11 @@ class AcceptanceConfig(AppConfig):
     name = "acceptance"
     verbose_name = "Acceptance"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Imported here, not at the top: planning reads the models, which Django allows only
+        # once every app is loaded. This is what fills provisioning's gate registry, so that
+        # provisioning never imports acceptance.
+        from .planning import register
+
+        register()

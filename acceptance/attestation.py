@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .choices import GateName, Verdict
+from .choices import Verdict
 from .parsers.base import Finding, Severity
 from .tpm_quote import Challenge, TpmToolsMissing, check_evidence, not_attested
-from .verdicts import DEFAULT_THRESHOLDS, GateVerdict
+from .verdicts import GateVerdict
 
 
 def tpm_required(manifest: dict[str, Any], thresholds: dict | None) -> bool:
@@ -28,15 +28,15 @@ def tpm_required(manifest: dict[str, Any], thresholds: dict | None) -> bool:
 def judge_attestation(
     report_text: str,
     manifest: dict[str, Any],
-    thresholds: dict,
+    used: dict,
     challenge: dict[str, Any] | None = None,
 ) -> GateVerdict:
     """Judge the agent's measured-boot report; any mismatch names the component.
 
+    `used` is the gate's thresholds with their defaults (acceptance.gates.ATTESTATION).
     challenge: what Greenlight sent for the quote (tpm_quote.Challenge.to_dict()); without one
     there is no fresh quote to judge and the node is not attested.
     """
-    used = {**DEFAULT_THRESHOLDS[GateName.ATTESTATION], **(thresholds or {})}
     verdict = GateVerdict(Verdict.ERROR, thresholds_used=used)
     try:
         report = json.loads(report_text or "")
@@ -75,7 +75,7 @@ def judge_attestation(
                 )
             )
     verdict.metrics = {"measurements": measured, "image_sha256": report.get("image_sha256")}
-    required = tpm_required(manifest, thresholds)
+    required = tpm_required(manifest, used)
     verdict.metrics["tpm_required"] = required
     try:
         error = judge_tpm(report.get("tpm"), manifest, required, challenge, findings, verdict)

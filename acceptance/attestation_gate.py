@@ -17,21 +17,23 @@ from agent import protocol
 from fleet.choices import EventKind
 from fleet.events import record as record_event
 from fleet.measured_boot import DEFAULT_PCRS
-from provisioning.choices import CommandStatus
+from provisioning.choices import CommandStatus, Stage
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Failure, Outcome
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
 
 from .attestation import judge_attestation
-from .choices import GateName, Verdict
+from .choices import Verdict
+from .gates import ATTESTATION
 from .models import TpmBinding
 from .parsers.base import Finding
-from .runner import outcome_of, profile_thresholds, store
+from .run_facts import gate_info, profile_thresholds
+from .runner import outcome_of, store
 from .tpm_quote import EvidenceRefused, TpmToolsMissing, ek_fingerprint, make_challenge
-from .verdicts import DEFAULT_THRESHOLDS, GateVerdict
+from .verdicts import GateVerdict
 
-GATE = GateName.ATTESTATION
+GATE = ATTESTATION.name
 TOOL_S = 60
 
 
@@ -71,19 +73,20 @@ def bind_ek(ctx: PhaseContext, tpm: dict[str, Any]) -> Finding | None:
 class AttestationGate(Phase):
     """The attestation gate: keys, challenge, quote, judged against the manifest."""
 
-    name = f"gate:{GATE}"
+    def __init__(self) -> None:
+        super().__init__(gate_info(ATTESTATION))
 
     def execute(self, ctx: PhaseContext) -> Outcome:
-        if ctx.record.stage == "":
-            return self.send(ctx, {"step": "keys"}, "keys")
+        if ctx.record.stage == Stage.NONE:
+            return self.send(ctx, {"step": "keys"}, Stage.TPM_KEYS)
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
         if command.status == CommandStatus.FAILED:
             return Failure(f"{GATE}: the agent's attestation failed: {command.output[-300:]}")
         outputs = (command.result or {}).get("outputs") or {}
-        thresholds = profile_thresholds(ctx, GATE)
-        if ctx.record.stage == "keys":
+        thresholds = ATTESTATION.thresholds_with(profile_thresholds(ctx, GATE))
+        if ctx.record.stage == Stage.TPM_KEYS:
             return self.challenge(ctx, outputs, thresholds)
         challenge = (ctx.record.compared or {}).get("challenge")
         verdict = judge_attestation(
@@ -91,7 +94,7 @@ class AttestationGate(Phase):
         )
         return self.conclude(ctx, outputs, verdict)
 
-    def send(self, ctx: PhaseContext, step: dict[str, Any], stage: str) -> Outcome:
+    def send(self, ctx: PhaseContext, step: dict[str, Any], stage: Stage) -> Outcome:
         tool = {"tool": "attestation", "duration_s": TOOL_S, **step}
         return send_command(ctx, protocol.RUN_TOOLS, {"tools": [tool]}, stage)
 
@@ -121,11 +124,10 @@ class AttestationGate(Phase):
         ctx.record.save(update_fields=["compared"])
         step = {"step": "quote", "nonce": challenge.nonce, "selection": challenge.selection,
                 "credential": credential}  # fmt: skip
-        return self.send(ctx, step, "quote")
+        return self.send(ctx, step, Stage.TPM_QUOTE)
 
     def refuse(self, ctx: PhaseContext, outputs: dict, thresholds: dict, why: Finding) -> Outcome:
-        used = {**DEFAULT_THRESHOLDS[GATE], **(thresholds or {})}
-        verdict = GateVerdict(Verdict.FAIL, findings=[why], thresholds_used=used)
+        verdict = GateVerdict(Verdict.FAIL, findings=[why], thresholds_used=thresholds)
         return self.conclude(ctx, outputs, verdict)
 
     def conclude(self, ctx: PhaseContext, outputs: dict, verdict: GateVerdict) -> Outcome:

@@ -1,18 +1,6 @@
-"""Choices of the acceptance app, each with its colour."""
+"""Choices of the acceptance app, each with its colour. The gates are in acceptance.gates."""
 
 from django.db import models
-
-
-class GateName(models.TextChoices):
-    """The acceptance gates. Their order and tools live in acceptance.gates.GATES."""
-
-    ATTESTATION = "attestation", "Attestation"
-    GPU_HEALTH = "gpu_health", "GPU health (DCGM)"
-    NVBANDWIDTH = "nvbandwidth", "Intra-node bandwidth (nvbandwidth)"
-    FABRIC = "fabric", "Fabric (NCCL all_reduce)"
-    STORAGE = "storage", "Storage (fio)"
-    REFERENCE_JOB = "reference_job", "End-to-end reference job"
-    BURN_IN = "burn_in", "Burn-in soak"
 
 
 class Verdict(models.TextChoices):

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .choices import GateName, Verdict
+from .choices import Verdict
 from .parsers import nccl, perftest
 from .parsers.base import Finding, Severity
-from .verdicts import DEFAULT_THRESHOLDS, GateVerdict, SkuFacts, conclude
+from .verdicts import GateVerdict, SkuFacts, conclude
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,12 @@ def choose_partners(node_id: str, peers: list[str], spare: list[str]) -> FabricP
 
 
 def localise_fabric(
-    pair_results: list[PairResult], sku: SkuFacts, thresholds: dict | None = None
+    pair_results: list[PairResult], sku: SkuFacts, used: dict[str, float]
 ) -> dict[str, list[Finding]]:
-    """Findings per node id: only nodes whose every pair (per rail) was slow are named."""
-    used = {**DEFAULT_THRESHOLDS[GateName.FABRIC], **(thresholds or {})}
+    """Findings per node id: only nodes whose every pair (per rail) was slow are named.
+
+    `used` is the fabric gate's thresholds with its defaults (acceptance.gates.FABRIC).
+    """
     outcomes = _outcomes(pair_results, sku)
     findings: dict[str, list[Finding]] = {}
     for result in pair_results:
@@ -122,10 +124,9 @@ def localise_fabric(
 
 
 def judge_fabric(
-    pair_results: list[PairResult], sku: SkuFacts, thresholds: dict | None = None
+    pair_results: list[PairResult], sku: SkuFacts, used: dict[str, float]
 ) -> dict[str, GateVerdict]:
     """A fabric verdict per node: fail if localised, error if none of its pairs could be read."""
-    used = {**DEFAULT_THRESHOLDS[GateName.FABRIC], **(thresholds or {})}
     localised = localise_fabric(pair_results, sku, used)
     outcomes = _outcomes(pair_results, sku)
     verdicts: dict[str, GateVerdict] = {}

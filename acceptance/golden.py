@@ -21,7 +21,7 @@ from fleet.events import record as record_event
 from fleet.measured_boot import DEFAULT_MEASURED
 from fleet.models import Manifest
 
-from .choices import GateName
+from .gates import GateName
 from .models import GateResult
 
 # The top-level `attestation:` block of a manifest's YAML: its key line and every line under it

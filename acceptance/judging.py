@@ -1,7 +1,8 @@
-"""Judge one gate from its tools' raw outputs, the profile's thresholds and the SKU's facts.
+"""The checks gates are judged by: parsed tool outputs weighed against thresholds and the SKU.
 
-Pure: no database. Parsers read; this module weighs what they read against thresholds and names
-the failing part. A parser error makes the gate an error, never a pass.
+Pure: no database. Parsers read; a check weighs what they read and names the failing part. A
+parser error makes the gate an error, never a pass. Which gate uses which check is declared in
+acceptance.gates, the one place a gate is written down.
 """
 
 from __future__ import annotations
@@ -10,64 +11,62 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from .choices import GateName, Verdict
-from .fabric import PairResult, judge_fabric, localise_fabric, plan_fabric_pairs
-from .gates import GATES_BY_NAME
+from .attestation import judge_attestation
+from .choices import Verdict
+from .fabric import PairResult, judge_fabric
 from .nvlink import judge_nvlink_matrices
 from .parsers import PARSERS, ParseResult, aer, sxid, xid
 from .parsers.base import Finding, Severity
-from .soak import judge_soak
-from .verdicts import DEFAULT_THRESHOLDS, GateVerdict, SkuFacts, conclude
-
-__all__ = [
-    "GateVerdict",
-    "PairResult",
-    "SkuFacts",
-    "judge_fabric",
-    "judge_gate",
-    "judge_soak",
-    "localise_fabric",
-    "plan_fabric_pairs",
-    "thresholds_for",
-]
+from .verdicts import Evidence, GateVerdict, SkuFacts, conclude
 
 # Parser findings whose weight a threshold decides; the gate judge re-derives them from metrics.
 THRESHOLD_CODES = {"ecc_uncorrectable", "row_remap_pending"}
 
+# A check weighs parsed outputs (tool -> ParseResult) against thresholds, adding findings.
+Check = Callable[[dict[str, ParseResult], dict[str, float], SkuFacts, GateVerdict], Any]
+# A judge turns a gate's evidence into its verdict; `tools` are the outputs the gate reads.
+Judge = Callable[[tuple[str, ...], Evidence], GateVerdict]
 
-def thresholds_for(gate_name: str, thresholds: dict[str, float] | None) -> dict[str, float]:
-    """The defaults of the gate overlaid with the profile's thresholds."""
-    return {**DEFAULT_THRESHOLDS.get(GateName(gate_name), {}), **(thresholds or {})}
+
+def from_parsed(check: Check) -> Judge:
+    """A judge that parses each of the gate's tools' outputs, then applies `check`."""
+
+    def judge(tools: tuple[str, ...], evidence: Evidence) -> GateVerdict:
+        verdict = GateVerdict(Verdict.ERROR, thresholds_used=evidence.thresholds)
+        outputs = _parse_all(tools, evidence.outputs, verdict)
+        if verdict.error:
+            return verdict
+        check(outputs, evidence.thresholds, evidence.sku, verdict)
+        verdict.findings = _with_serials(verdict.findings, evidence.inventory)
+        return conclude(verdict)
+
+    return judge
 
 
-def judge_gate(
-    gate_name: str,
-    outputs: dict[str, str],
-    thresholds: dict[str, float] | None,
-    sku: SkuFacts,
-    inventory: dict[str, str] | None = None,
-) -> GateVerdict:
-    """Judge one gate on one node.
+def attestation(tools: tuple[str, ...], evidence: Evidence) -> GateVerdict:
+    """The measured-boot report against the manifest (acceptance.attestation)."""
+    return judge_attestation(
+        evidence.outputs.get("attestation", ""), evidence.manifest, evidence.thresholds
+    )
 
-    outputs maps a tool command name (as in GATES) to its raw output; inventory maps part names
-    ("GPU 3", "nvme3n1") to serials so findings carry them.
+
+def fabric(tools: tuple[str, ...], evidence: Evidence) -> GateVerdict:
+    """One run per rail and partner ("nccl:<peer>:<rail>"), or one all_reduce output alone.
+
+    Per pair, only this node's verdict is kept: it is in every pair here, so it is blamed only
+    if all of them were slow; each partner is judged by its own gate, with its own partners.
+    A single output (a person's upload, a lab sample) is weighed against the line rate alone.
     """
-    spec = GATES_BY_NAME.get(str(gate_name))
-    used = thresholds_for(gate_name, thresholds) if spec else dict(thresholds or {})
-    verdict = GateVerdict(Verdict.ERROR, thresholds_used=used)
-    if spec is None:
-        verdict.error = f"unknown gate {gate_name!r}"
-        return verdict
-    judge = GATE_JUDGES.get(spec.name)
-    if judge is None:
-        verdict.error = f"{spec.name} is not judged from tool output"
-        return verdict
-    parsed = _parse_all(spec.tools, outputs, verdict)
-    if verdict.error:
-        return verdict
-    judge(parsed, used, sku, verdict)
-    verdict.findings = _with_serials(verdict.findings, inventory or {})
-    return conclude(verdict)
+    pairs = []
+    for key, text in evidence.outputs.items():
+        tool, _, rest = key.partition(":")
+        if rest:
+            peer, _, rail = rest.partition(":")
+            pairs.append(PairResult(evidence.serial, peer, text, rail=f"NIC {rail}", tool=tool))
+    if not pairs:
+        return from_parsed(check_fabric)(tools, evidence)
+    mine = judge_fabric(pairs, evidence.sku, evidence.thresholds).get(evidence.serial)
+    return mine or GateVerdict(Verdict.ERROR, error="no fabric result for this node")
 
 
 def _parse_all(tools: tuple[str, ...], outputs: dict[str, str], verdict: GateVerdict) -> dict:
@@ -129,7 +128,7 @@ def _fail(
     verdict.findings.append(finding)
 
 
-def _judge_gpu_health(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+def check_gpu_health(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
     level = parsed["dcgm"].metrics["level_inferred"]
     if level < used.get("dcgm_level", 1):
         verdict.error = f"dcgmi ran at level {level}; the profile asks for {used['dcgm_level']:g}"
@@ -158,14 +157,14 @@ def _check_gpu_count(seen: int, sku: SkuFacts, verdict: GateVerdict, tool: str) 
         _fail(verdict, "node", "gpu", f"{tool} sees {seen} of {sku.gpu_count} GPUs", "gpu_missing")
 
 
-def _judge_nvbandwidth(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+def check_nvbandwidth(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
     if not sku.nvlink_bandwidth_gbps:
         verdict.error = "the SKU states no NVLink bandwidth to compare with"
         return
     judge_nvlink_matrices(parsed["nvbandwidth"].metrics, used, sku, verdict)
 
 
-def _judge_fabric(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+def check_fabric(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
     metrics = parsed["nccl"].metrics
     reference = sku.fabric_gbytes()
     fraction = metrics["plateau_busbw_gbps"] / reference
@@ -179,7 +178,7 @@ def _judge_fabric(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict)
         _fail(verdict, "fabric", "nic", message, "nccl_slow")
 
 
-def _judge_storage(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+def check_storage(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
     jobs = parsed["fio"].metrics["jobs"]
     sla = {"read": used.get("min_read_mbps", 0), "write": used.get("min_write_mbps", 0)}
     measured = {"read": False, "write": False}
@@ -217,7 +216,7 @@ def _judge_gpu_burn(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdic
     _check_gpu_count(burn["gpus_tested"], sku, verdict, "gpu-burn")
 
 
-def _judge_reference_job(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+def check_reference_job(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
     """Every device trained at no less than the profile's MFU, against the profile's peak."""
     job = parsed["reference-job"].metrics
     peak = used.get("peak_tflops")
@@ -241,7 +240,7 @@ def _judge_reference_job(parsed: dict, used: dict, sku: SkuFacts, verdict: GateV
     _check_gpu_count(len(job["gpus"]), sku, verdict, "the reference job")
 
 
-def _judge_burn_in(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
+def check_burn_in(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict) -> None:
     _judge_gpu_burn(parsed, {}, sku, verdict)
     _judge_memory_health(parsed["nvidia-smi"], {}, verdict)
     limit = used.get("max_gpu_temp_c")
@@ -249,13 +248,3 @@ def _judge_burn_in(parsed: dict, used: dict, sku: SkuFacts, verdict: GateVerdict
         if limit is not None and gpu["temp_c"] is not None and gpu["temp_c"] > limit:
             message = f"{gpu['temp_c']:.0f} C under load, above {limit:g} C"
             _fail(verdict, f"GPU {gpu['index']}", "gpu", message, "too_hot", gpu["serial"])
-
-
-GATE_JUDGES: dict[GateName, Callable[[dict, dict, SkuFacts, GateVerdict], Any]] = {
-    GateName.GPU_HEALTH: _judge_gpu_health,
-    GateName.NVBANDWIDTH: _judge_nvbandwidth,
-    GateName.FABRIC: _judge_fabric,
-    GateName.STORAGE: _judge_storage,
-    GateName.REFERENCE_JOB: _judge_reference_job,
-    GateName.BURN_IN: _judge_burn_in,
-}

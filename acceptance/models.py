@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -9,7 +11,8 @@ from django.utils import timezone
 from fleet.choices import DocumentStatus
 from fleet.models import Sku, VersionedDocument
 
-from .choices import VERDICT_COLORS, DecisionKind, GateName, Verdict
+from .choices import VERDICT_COLORS, DecisionKind, Verdict
+from .gates import gate_choices
 from .profiles import parse_profile
 
 
@@ -36,6 +39,18 @@ class AcceptanceProfile(VersionedDocument):
         """The published profile of a SKU."""
         return cls.objects.filter(sku=sku, status=DocumentStatus.PUBLISHED).first()
 
+    @classmethod
+    def for_manifest(cls, sku_id: int, manifest_spec: dict[str, Any]) -> AcceptanceProfile | None:
+        """The profile a run on a manifest follows: the version it pins, else the published one.
+
+        The one place a run's profile is resolved (planning, thresholds, the return to service).
+        By the SKU's id: a gate's look has the node, not its SKU, and must not load it.
+        """
+        profiles = cls.objects.filter(sku_id=sku_id)
+        version = manifest_spec.get("acceptance_profile")
+        pinned = profiles.filter(version=version).first() if version else None
+        return pinned or profiles.filter(status=DocumentStatus.PUBLISHED).first()
+
 
 class GateResult(models.Model):
     """One gate on one node in one run: raw output, metrics, thresholds, verdict and findings.
@@ -55,7 +70,7 @@ class GateResult(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     node = models.ForeignKey("fleet.Node", on_delete=models.CASCADE, related_name="gate_results")
-    gate = models.CharField(max_length=30, choices=GateName.choices)
+    gate = models.CharField(max_length=30, choices=gate_choices)
     verdict = models.CharField(max_length=10, choices=Verdict.choices)
     raw_output = models.JSONField(default=dict, help_text="{tool: the tool's output as text}")
     metrics = models.JSONField(default=dict)

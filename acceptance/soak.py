@@ -9,24 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from .choices import GateName, Verdict
+from .choices import Verdict
 from .parsers import xid
 from .parsers.base import Finding, Severity
 from .parsers.nvidia_smi import BAD_CLOCK_REASONS
-from .verdicts import DEFAULT_THRESHOLDS, GateVerdict, conclude
+from .verdicts import GateVerdict, conclude
 
 
 def judge_soak(
     samples: list[dict[str, Any]],
     xid_text: str,
-    thresholds: dict | None = None,
+    used: dict[str, float],
     bus_ids: dict[str, dict] | None = None,
 ) -> GateVerdict:
     """Judge a soak so far; verdict fail with stopped_at_sample set means stop it now.
 
     An unfinished soak with no fault is an error ("incomplete"), never a pass.
     """
-    used = {**DEFAULT_THRESHOLDS[GateName.BURN_IN], **(thresholds or {})}
     verdict = GateVerdict(Verdict.ERROR, thresholds_used=used)
     if not samples:
         verdict.error = "no soak samples"

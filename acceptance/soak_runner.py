@@ -9,22 +9,53 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from agent import protocol
 from fleet.models import Component
+from provisioning.choices import Stage
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Done, Failure, Outcome, Wait
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
 from provisioning.progress import soak as soak_progress
 
-from .choices import GateName, Verdict
+from .choices import Verdict
+from .gates import Gate
 from .models import GateResult, SoakSample
+from .run_facts import gate_info, profile_thresholds
 from .soak import judge_soak
-from .verdicts import DEFAULT_THRESHOLDS
 
 CHUNKS = 6
+
+
+@dataclass(frozen=True)
+class SoakState:
+    """How far a soak has come: kept in its record's `compared` under these keys.
+
+    provisioning.progress reads soaked_s and wanted_s from there for the bars and the panel.
+    """
+
+    soaked_s: int = 0
+    # Where the chunk now under way ends; None between chunks.
+    chunk_end_s: int | None = None
+    wanted_s: int = 0
+
+    @classmethod
+    def of(cls, compared: dict[str, Any]) -> SoakState:
+        """Read the state a record keeps (an empty one before the first chunk)."""
+        end = compared.get("chunk_end_s")
+        return cls(
+            soaked_s=int(compared.get("soaked_s", 0)),
+            chunk_end_s=None if end is None else int(end),
+            wanted_s=int(compared.get("wanted_s", 0)),
+        )
+
+    def as_compared(self) -> dict[str, Any]:
+        """The state as the record keeps it."""
+        kept = {"soaked_s": self.soaked_s, "wanted_s": self.wanted_s}
+        return kept if self.chunk_end_s is None else {**kept, "chunk_end_s": self.chunk_end_s}
 
 
 def bus_ids(node, samples: list[dict[str, Any]]) -> dict[str, dict]:
@@ -49,17 +80,14 @@ def bus_ids(node, samples: list[dict[str, Any]]) -> dict[str, dict]:
 
 
 class SoakGate(Phase):
-    """The burn-in soak gate."""
+    """A soak gate (the burn-in): load in chunks, telemetry kept, judged after every chunk."""
 
-    name = f"gate:{GateName.BURN_IN}"
+    def __init__(self, gate: Gate):
+        super().__init__(gate_info(gate))
+        self.gate = gate
 
     def thresholds(self, ctx: PhaseContext) -> dict[str, float]:
-        from .runner import profile_thresholds
-
-        return {
-            **DEFAULT_THRESHOLDS[GateName.BURN_IN],
-            **profile_thresholds(ctx, GateName.BURN_IN),
-        }
+        return self.gate.thresholds_with(profile_thresholds(ctx, self.gate.name))
 
     def time_limit(self, ctx: PhaseContext) -> float:
         """The soak's own length, half again for the load to start and samples to land."""
@@ -71,8 +99,9 @@ class SoakGate(Phase):
         # Whole sampling intervals, so the last sample falls at (or past) the soak's end.
         total_s = math.ceil(used["soak_hours"] * 3600 / interval) * interval
         chunk_s = max(interval, total_s // CHUNKS // interval * interval)
-        done_s = int(ctx.record.compared.get("soaked_s", 0))
-        if ctx.record.stage == "":
+        state = SoakState.of(ctx.record.compared)
+        done_s = state.soaked_s
+        if ctx.record.stage == Stage.NONE:
             self.result(ctx, used)  # the soak shows as running from its first chunk
             return self.next_chunk(ctx, done_s, min(chunk_s, total_s - done_s), interval, total_s)
         command = command_outcome(ctx)
@@ -80,7 +109,7 @@ class SoakGate(Phase):
             return command
         result = self.result(ctx, used)
         outputs = (command.result or {}).get("outputs") or {}
-        end_s = int(ctx.record.compared.get("chunk_end_s", done_s))
+        end_s = done_s if state.chunk_end_s is None else state.chunk_end_s
         self.keep_samples(result, outputs.get("soak", "[]"))
         raw = dict(result.raw_output or {})
         raw["xid"] = outputs.get("xid", "")
@@ -104,21 +133,24 @@ class SoakGate(Phase):
             parts = ", ".join(dict.fromkeys(f.part for f in verdict.findings)) or "node"
             first = verdict.findings[0].message if verdict.findings else "failed"
             return Failure(
-                f"burn_in stopped early: {first}", component=parts, permanent=True, quarantine=True
+                f"{self.gate.name} stopped early: {first}",
+                component=parts,
+                permanent=True,
+                quarantine=True,
             )
         if end_s >= total_s:
             if verdict.verdict == Verdict.PASS:
-                return Done(compared={"verdict": "pass", "soaked_s": end_s, "wanted_s": total_s})
-            return Failure(f"burn_in: cannot judge: {verdict.error}", component="node")
-        ctx.set_stage("", compared={"soaked_s": end_s, "wanted_s": total_s})
+                soaked = SoakState(soaked_s=end_s, wanted_s=total_s).as_compared()
+                return Done(compared={"verdict": "pass", **soaked})
+            return Failure(f"{self.gate.name}: cannot judge: {verdict.error}", component="node")
+        ctx.set_stage(Stage.NONE, compared=SoakState(end_s, None, total_s).as_compared())
         return Wait(1, f"soaked {soak_progress(end_s, total_s).words}")
 
-    @staticmethod
-    def result(ctx: PhaseContext, used: dict[str, float]) -> GateResult:
+    def result(self, ctx: PhaseContext, used: dict[str, float]) -> GateResult:
         """The soak's result row of this run (created running by the first chunk)."""
         result, _ = GateResult.objects.get_or_create(
             run=ctx.run,
-            gate=GateName.BURN_IN,
+            gate=self.gate.name,
             defaults={"node": ctx.node, "verdict": Verdict.RUNNING, "thresholds": used},
         )
         return result
@@ -126,11 +158,7 @@ class SoakGate(Phase):
     def next_chunk(
         self, ctx: PhaseContext, start_s: int, length_s: int, interval: int, total_s: int
     ) -> Outcome:
-        ctx.record.compared = {
-            "soaked_s": start_s,
-            "chunk_end_s": start_s + length_s,
-            "wanted_s": total_s,
-        }
+        ctx.record.compared = SoakState(start_s, start_s + length_s, total_s).as_compared()
         ctx.record.save(update_fields=["compared"])
         tools = [
             {
@@ -141,7 +169,7 @@ class SoakGate(Phase):
             },
             {"tool": "xid", "phase": "soak", "soak_s": start_s + length_s, "duration_s": 1},
         ]
-        return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, "soaking")
+        return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, Stage.SOAKING)
 
     @staticmethod
     def keep_samples(result: GateResult, text: str) -> None:

@@ -10,25 +10,12 @@ from fleet.choices import EventKind
 from fleet.events import record as record_event
 from fleet.models import Node
 
-from .choices import GateName, Verdict
+from .choices import Verdict
+from .gates import GATE_OF_TOOL
 from .models import GateResult
 from .parsers import PARSERS
 from .parsers.base import ParseResult, Severity
 
-# The gate whose question a tool's output answers.
-GATE_OF_TOOL = {
-    "dcgm": GateName.GPU_HEALTH,
-    "nvidia-smi": GateName.GPU_HEALTH,
-    "xid": GateName.GPU_HEALTH,
-    "nvbandwidth": GateName.NVBANDWIDTH,
-    "nccl": GateName.FABRIC,
-    "fio": GateName.STORAGE,
-    "gpu-burn": GateName.REFERENCE_JOB,
-    "reference-job": GateName.REFERENCE_JOB,
-    "sxid": GateName.GPU_HEALTH,
-    "aer": GateName.GPU_HEALTH,
-    "perftest": GateName.FABRIC,
-}
 MAX_UPLOAD = 20 * 1024 * 1024
 
 
@@ -49,8 +36,9 @@ def upload_output(node: Node, tool: str, text: str, *, actor) -> GateResult:
     """Parse a manual run's output and keep it, with its verdict and findings, on the node."""
     if not actor.has_perm("fleet.start_run"):
         raise PermissionDenied(f"{actor.get_username()} may not upload results")
-    if tool not in PARSERS:
-        raise UploadRefused(f"unknown tool {tool!r}; expected one of {', '.join(sorted(PARSERS))}")
+    if tool not in GATE_OF_TOOL:
+        expected = ", ".join(sorted(GATE_OF_TOOL))
+        raise UploadRefused(f"unknown tool {tool!r}; expected one of {expected}")
     if len(text.encode()) > MAX_UPLOAD:
         raise UploadRefused(f"output larger than {MAX_UPLOAD // (1024 * 1024)} MiB")
     parsed = PARSERS[tool](text)

@@ -1,24 +1,12 @@
-"""The shapes judging works with: the SKU facts a verdict needs, and a gate's verdict."""
+"""The shapes judging works with: the SKU facts a verdict needs, the evidence, a gate's verdict."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from .choices import GateName, Verdict
+from .choices import Verdict
 from .parsers.base import Finding, Severity
-
-# Thresholds for the sample HGX H100 SKU; a profile's thresholds override these per gate.
-DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
-    GateName.ATTESTATION: {"require_signature": 1},
-    GateName.GPU_HEALTH: {"dcgm_level": 3, "max_uncorrectable_ecc": 0, "max_pending_row_remaps": 0},
-    GateName.NVBANDWIDTH: {"min_fraction_of_spec": 0.85},
-    GateName.FABRIC: {"min_busbw_fraction": 0.92, "min_rail_fraction": 0.9},
-    GateName.STORAGE: {"min_read_mbps": 6000, "min_write_mbps": 3000, "fio_runtime_s": 60},
-    # H100 SXM: 989 TFLOP/s dense bf16; the "standard" model reaches well above 30% on a healthy one.
-    GateName.REFERENCE_JOB: {"min_mfu": 0.3, "peak_tflops": 989, "steps": 20},
-    GateName.BURN_IN: {"soak_hours": 72, "max_gpu_temp_c": 87, "sample_interval_s": 600},
-}
 
 
 @dataclass(frozen=True)
@@ -45,6 +33,23 @@ class SkuFacts:
     def fabric_gbytes(self, nics: int | None = None) -> float:
         """Line rate in GB/s of `nics` fabric NICs (all of them by default), the NCCL reference."""
         return (self.nic_count if nics is None else nics) * self.nic_line_rate_gbps / 8
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one gate on one node is judged on: its tools' outputs and the node's facts."""
+
+    # Tool command name (or a tool's key, "nccl:<peer>:<rail>") -> its raw output.
+    outputs: dict[str, str]
+    # The gate's defaults overlaid with the profile's thresholds.
+    thresholds: dict[str, float]
+    sku: SkuFacts
+    # Part names as findings write them ("GPU 3", "nvme3n1") -> serials.
+    inventory: dict[str, str] = field(default_factory=dict)
+    # The manifest the run brings the node to (attestation compares against it).
+    manifest: dict[str, Any] = field(default_factory=dict)
+    # The node's serial (a multi-node gate keeps only this node's verdict).
+    serial: str = ""
 
 
 @dataclass

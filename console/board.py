@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Q
 
-from acceptance.choices import GateName
 from acceptance.decisions import passed_node_ids
 from fleet.choices import NODE_STATE_COLORS, NODE_STATE_ICONS, NodeState
 from fleet.lifecycle import ACTIVE_STATES, NEEDS_ATTENTION_STATES
@@ -19,7 +18,7 @@ from fleet.models import Event, Node, Rack, Site
 from provisioning import progress
 from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus
 from provisioning.models import PhaseRecord, Run
-from provisioning.phases import PHASES, PHASES_BY_NAME
+from provisioning.phases import PHASES, label_of
 
 # Event ids are allocated at INSERT, not at COMMIT: an event with a smaller id can become
 # visible just after a larger one. A "since" query looks this far back, so such a late event is
@@ -79,11 +78,7 @@ class Slot:
 
 def phase_label(name: str) -> str:
     """The readable name of a phase (or gate) the run is in."""
-    if name in PHASES_BY_NAME:
-        return PHASES_BY_NAME[name].label
-    if name in GateName.values:
-        return f"Gate: {GateName(name).label}"
-    return name.replace("_", " ")
+    return label_of(name)
 
 
 def rack_slots(rack: Rack, node_ids: set[int] | None = None) -> list[Slot]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Exists, OuterRef, Q
 
-from acceptance.choices import DecisionKind, GateName, Verdict
+from acceptance.choices import DecisionKind, Verdict
+from acceptance.gates import gate_choices
 from acceptance.models import AcceptanceProfile, Decision, GateResult
 from fleet.choices import ComponentKind, DocumentStatus, EventKind, NodeState
 from fleet.models import Event, Manifest, Node, Rack, Site, Sku
@@ -140,7 +141,7 @@ class GateResultFilterSet(django_filters.FilterSet):
     serial = django_filters.CharFilter(field_name="node__serial")
     rack = IdFilter(field_name="node__rack")
     run = IdFilter(field_name="run")
-    gate = django_filters.MultipleChoiceFilter(choices=GateName.choices)
+    gate = django_filters.MultipleChoiceFilter(choices=gate_choices)
     verdict = django_filters.MultipleChoiceFilter(choices=Verdict.choices)
     since = DateTimeFilter(field_name="finished_at", lookup_expr="gte")
 

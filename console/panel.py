@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acceptance.choices import VERDICT_COLORS, VERDICT_ICONS, GateName, Verdict
+from acceptance.choices import VERDICT_COLORS, VERDICT_ICONS, Verdict
 from acceptance.decisions import gate_problems
-from acceptance.gates import GATES_BY_NAME
+from acceptance.gates import GATES_BY_NAME, GateName
 from acceptance.models import GateResult, SoakSample
 from acceptance.parsers import PARSERS
 from fleet.choices import EventKind, NodeState
@@ -16,6 +16,7 @@ from fleet.models import Event, Node
 from provisioning import progress
 from provisioning.choices import ACTIVE_RUN_STATUSES, PHASE_STATUS_COLORS, PhaseStatus
 from provisioning.eta import Eta, run_eta
+from provisioning.gates import step_name
 from provisioning.models import PhaseRecord, Run
 from provisioning.moves import Move, fitting
 from provisioning.phases import PHASES
@@ -163,7 +164,7 @@ def gate_rows(results: list[GateResult], records: list[PhaseRecord] | None = Non
         }
         if soak:
             other = {**soak_metrics(r.metrics or {}), **other}
-        record = running.get(f"gate:{r.gate}")
+        record = running.get(step_name(r.gate))
         spec = GATES_BY_NAME.get(r.gate)
         rows.append(
             GateRow(

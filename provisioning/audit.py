@@ -22,8 +22,8 @@ from .bmc import bmc_session
 from .errors import classify
 from .inventory import InventoryChange, ObservedPart, compare
 from .models import PhaseRecord, Run
+from .phases import auditable_phases
 from .phases.base import PhaseContext
-from .phases.registry import auditable_phases
 
 
 @dataclass

@@ -49,6 +49,32 @@ class PhaseStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class Stage(models.TextChoices):
+    """Where a phase is inside itself, saved before it acts so a resumed look picks up there."""
+
+    NONE = "", "Not begun"
+    # Waiting on an agent command of the phase's own kind.
+    RUNNING = "running", "Running the gate's tools"
+    SOAKING = "soaking", "Soaking a chunk"
+    RESETTING = "resetting", "Resetting GPUs"
+    # The attestation gate: the TPM's keys first, then the quote over Greenlight's nonce.
+    TPM_KEYS = "keys", "Reading the TPM's keys"
+    TPM_QUOTE = "quote", "Quoting the TPM"
+    FLASHING = "flashing", "Flashing firmware"
+    ERASING = "erasing", "Erasing drives"
+    INSTALLING = "installing", "Installing the OS"
+    # Waiting on the node or its BMC.
+    READY = "ready", "In the ephemeral environment"
+    REBOOTING = "rebooting", "Rebooting"
+    POWER_CYCLE = "power_cycle", "Waiting for an AC power cycle"
+    RAMPING = "ramping", "Powering on (staggered)"
+    PUSHING = "pushing", "Pushing firmware to the BMC"
+    UPDATING = "updating", "BMC updating firmware"
+    # Releasing a node from its tenant's scheduler.
+    CORDONING = "cordoning", "Cordoning"
+    DRAINING = "draining", "Draining"
+
+
 PHASE_STATUS_COLORS = {
     PhaseStatus.PENDING: "gray",
     PhaseStatus.RUNNING: "blue",

@@ -11,6 +11,7 @@ from fleet.events import record as record_event
 from fleet.lifecycle import transition
 from fleet.models import Node
 
+from . import gates
 from .choices import RunKind, RunStatus
 from .models import Run
 from .scheduler_sync import admitted
@@ -53,20 +54,18 @@ def complete_run(run: Run) -> None:
 
 def _return_without_a_click(run: Run, node: Node) -> None:
     """Tenant-release, suspect-node and burn-in runs may return passed nodes to service if the
-    profile allows it; the scheduler then places work on the node again."""
-    from acceptance.models import AcceptanceProfile
-
+    gates' owner allows it; the scheduler then places work on the node again."""
     if run.kind not in (RunKind.WIPE, *TAKE_OUT_KINDS):
         return
-    profile = AcceptanceProfile.current_for(node.sku)
-    if profile and profile.spec.get("auto_return_to_service"):
+    rule = gates.planning().returns_to_service(run)
+    if rule:
         transition(
             node,
             NodeState.IN_SERVICE,
             actor_label="policy",
-            reason=f"profile {profile.version} returns re-validated nodes to service",
+            reason=f"{rule} returns re-validated nodes to service",
         )
         admitted(node)
         if run.kind != RunKind.WIPE:
             return
-        returned_to_service(node, f"policy: profile {profile.version} auto_return_to_service")
+        returned_to_service(node, f"policy: {rule} auto_return_to_service")

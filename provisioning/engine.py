@@ -22,7 +22,10 @@ from fleet.models import Node
 from greenlight.prepared_reads import PreparedRead
 
 from . import clock
-from .choices import PhaseStatus, RunStatus
+from .choices import PhaseStatus, RunStatus, Stage
+from .completion import complete_run
+from .errors import classify
+from .gates import gate_of
 from .models import PhaseRecord, Run
 from .outcomes import (
     OUTCOME_TYPES,
@@ -34,11 +37,11 @@ from .outcomes import (
     TransientFailure,
     Wait,
 )
-from .phases import PHASES_BY_NAME, Band
+from .phases import PHASES_BY_NAME, Band, phase_for
 from .phases.base import PhaseContext
-from .phases.registry import phase_for
 from .scheduling import hand_over
 from .suspect import run_failed as suspect_run_failed
+from .wipes import run_ended
 
 logger = logging.getLogger(__name__)
 
@@ -141,8 +144,6 @@ def take_one_look(run: Run, record: PhaseRecord) -> bool:
 
 def outcome_of_exception(exc: Exception) -> Outcome:
     """Sort an error a phase let escape: hiccups are transient, the rest are failures."""
-    from .errors import classify
-
     return classify(exc)
 
 
@@ -154,14 +155,14 @@ def start_phase(run: Run, record: PhaseRecord) -> None:
     record.attempts += 1
     record.started_at = now
     record.finished_at = None
-    record.stage = ""
+    record.stage = Stage.NONE
     record.stage_started_at = now
     record.error = ""
-    record.deadline_at = now + clock.real_delta(ctx.time_limit())
+    record.deadline_at = now + clock.real_delta(_limit(ctx))
     record.save()
     Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
     run.current_phase = record.phase
-    if record.phase.startswith("gate:") and run.node.state == NodeState.PROVISIONING:
+    if gate_of(record.phase) and run.node.state == NodeState.PROVISIONING:
         _move_node(run, NodeState.VALIDATING, "provisioning phases done; acceptance gates start")
     record_event(
         run.node,
@@ -179,7 +180,7 @@ def handle_outcome(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Ou
         return True
     if isinstance(outcome, Wait):
         if timezone.now() > record.deadline_at:
-            limit = clock.minutes_text(ctx.time_limit())
+            limit = clock.minutes_text(_limit(ctx))
             return handle_outcome(
                 run, record, ctx, Failure(f"timed out after {limit}: {outcome.reason}")
             )
@@ -221,7 +222,7 @@ def wait(run: Run, record: PhaseRecord, ctx: PhaseContext, reason: str, seconds:
     # "of 72 h" read as a second, contradictory soak length.
     text = (
         f"{reason}; {clock.minutes_text(spent)} in this phase, "
-        f"limit {clock.minutes_text(ctx.time_limit())}"
+        f"limit {clock.minutes_text(_limit(ctx))}"
     )
     first_time = record.status != PhaseStatus.WAITING or not record.wait_reason.startswith(reason)
     record.status = PhaseStatus.WAITING
@@ -357,8 +358,6 @@ def fail_run(
             message=f"run failed in {record.phase}: {reason}",
             data={"run": run.pk, "status": RunStatus.FAILED, "component": component},
         )
-        from .wipes import run_ended  # wipes builds on runs, which builds on this
-
         run_ended(run)
         # A suspect node its gates quarantined goes on to break/fix.
         suspect_run_failed(run)
@@ -366,9 +365,12 @@ def fail_run(
 
 def finish_run(run: Run) -> None:
     """Every phase is done or skipped: record the manifest and hand the node to a person."""
-    from .completion import complete_run
-
     complete_run(run)
+
+
+def _limit(ctx: PhaseContext) -> float:
+    """The limit, in node seconds, of the phase the context's record runs."""
+    return ctx.time_limit(phase_for(ctx.record.phase))
 
 
 def _reached_through(phase: str) -> str:

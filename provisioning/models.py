@@ -19,6 +19,7 @@ from .choices import (
     PhaseStatus,
     RunKind,
     RunStatus,
+    Stage,
     WipeStatus,
 )
 
@@ -97,7 +98,7 @@ class PhaseRecord(models.Model):
     wait_reason = models.CharField(max_length=300, blank=True)
     # Where the phase is inside itself (observe, applying, rebooting, verifying...): a typed
     # column, so a resumed phase knows what it already did without trusting a JSON bag.
-    stage = models.CharField(max_length=30, blank=True)
+    stage = models.CharField(max_length=30, blank=True, choices=Stage.choices)
     bmc_task = models.CharField(max_length=300, blank=True, help_text="BMC task monitor URI")
     command = models.ForeignKey(
         "AgentCommand", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

@@ -16,7 +16,7 @@ from fleet.events import record as record_event
 from fleet.lifecycle import RUN_STARTABLE_STATES, TransitionError, transition
 from fleet.models import Manifest, Node
 
-from .choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunKind, RunStatus
+from .choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunKind, RunStatus, Stage
 from .models import PhaseRecord, Run
 from .plans import plan
 from .scheduling import kick_off
@@ -128,7 +128,7 @@ def skip_phase(run: Run, phase: str, *, actor, reason: str) -> Run:
             status=PhaseStatus.SKIPPED,
             finished_at=timezone.now(),
             log=f"skipped by {actor.get_username()}: {reason}",
-            stage="",
+            stage=Stage.NONE,
         )
         record_event(
             run.node,
@@ -176,7 +176,7 @@ def _reopen(run: Run, actor, why: str) -> None:
         except TransitionError as exc:
             raise RunError(str(exc)) from None
     PhaseRecord.objects.filter(run=run, status=PhaseStatus.FAILED).update(
-        status=PhaseStatus.PENDING, stage="", error=""
+        status=PhaseStatus.PENDING, stage=Stage.NONE, error=""
     )
     try:
         reopened = Run.objects.filter(pk=run.pk, status=RunStatus.FAILED).update(

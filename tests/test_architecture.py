@@ -40,33 +40,6 @@ WIRING = frozenset(
 # Beside the tests: may import anything; no production module imports it.
 LAB = "lab"
 
-# TEMPORARY, removed when the gate registry (branch h-gates, issue 21) is merged: provisioning
-# still reads acceptance's gates, models and runner until acceptance registers them at app-ready.
-PENDING_GATE_REGISTRY = frozenset(
-    {
-        ("provisioning.completion", "acceptance.models"),
-        ("provisioning.plans", "acceptance.models"),
-        ("provisioning.phases.registry", "acceptance.runner"),
-    }
-)
-# TEMPORARY as well, same owner: function-level imports inside the engine, the phases and the
-# gate runner, whose modules that work rewrites (left alone here so the two branches merge).
-PENDING_GATE_REGISTRY_LOCAL = frozenset(
-    {
-        ("acceptance.soak_runner", "acceptance.runner"),
-        ("provisioning.engine", "provisioning.errors"),
-        ("provisioning.engine", "provisioning.wipes"),
-        ("provisioning.engine", "provisioning.completion"),
-        ("provisioning.phases.base", "provisioning.bmc"),
-        ("provisioning.phases.base", "provisioning.phases.registry"),
-        ("provisioning.phases.inband", "provisioning.wipes"),
-        ("provisioning.phases.registry", "provisioning.phases.drain"),
-        ("provisioning.phases.registry", "acceptance.runner"),
-        ("provisioning.completion", "acceptance.models"),
-        ("provisioning.plans", "acceptance.models"),
-    }
-)
-
 LAYER_OF = {package: row for row, packages in enumerate(LAYERS) for package in packages}
 PACKAGES = frozenset(LAYER_OF) | {LAB}
 RELATION_FIELDS = frozenset({"ForeignKey", "OneToOneField", "ManyToManyField"})
@@ -190,13 +163,6 @@ def project_imports() -> tuple[Import, ...]:
     return tuple(found)
 
 
-def _pending(imp: Import, allowed: frozenset[tuple[str, str]]) -> bool:
-    return any(
-        imp.module == module and (imp.target == target or imp.target.startswith(target + "."))
-        for module, target in allowed
-    )
-
-
 def against_the_direction(imp: Import) -> str | None:
     """Why `imp` goes the wrong way, or None."""
     source, target = package_of(imp.module), package_of(imp.target)
@@ -260,11 +226,7 @@ def test_the_direction_rule_refuses_what_it_should():
 
 
 def test_no_import_goes_against_the_direction():
-    wrong = [
-        f"{imp}: {why}"
-        for imp in project_imports()
-        if (why := against_the_direction(imp)) and not _pending(imp, PENDING_GATE_REGISTRY)
-    ]
+    wrong = [f"{imp}: {why}" for imp in project_imports() if (why := against_the_direction(imp))]
     assert not wrong, "imports against the direction:\n" + "\n".join(wrong)
 
 
@@ -274,10 +236,7 @@ def test_no_function_level_import_of_a_project_module():
     hidden = [
         str(imp)
         for imp in project_imports()
-        if imp.in_function
-        and not imp.in_ready
-        and imp.module not in WIRING
-        and not _pending(imp, PENDING_GATE_REGISTRY_LOCAL)
+        if imp.in_function and not imp.in_ready and imp.module not in WIRING
     ]
     assert not hidden, "function-level imports of project modules:\n" + "\n".join(hidden)
 
@@ -322,7 +281,7 @@ def test_no_cycle_between_packages():
     witness: dict[tuple[str, str], Import] = {}
     for imp in project_imports():
         source, target = package_of(imp.module), package_of(imp.target)
-        if source == target or imp.module in WIRING or _pending(imp, PENDING_GATE_REGISTRY):
+        if source == target or imp.module in WIRING:
             continue
         edges[source].add(target)
         edges.setdefault(target, set())  # every package is a node of the graph

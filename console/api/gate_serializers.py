@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from acceptance.choices import DecisionKind, GateName, Verdict
+from acceptance.choices import DecisionKind, Verdict
+from acceptance.gates import gate_choices
 from acceptance.models import AcceptanceProfile, Decision, GateResult
 from greenlight.api.fields import ChoiceField, DisplayField
 from greenlight.api.serializers import BriefUserSerializer
@@ -28,7 +29,7 @@ class GateResultSerializer(serializers.ModelSerializer):
     # Null for a person's upload of a manual tool run (it belongs to no run).
     run = BriefRunSerializer(read_only=True, allow_null=True)
     node = BriefNodeSerializer(read_only=True)
-    gate = ChoiceField(choices=GateName.choices, read_only=True)
+    gate = ChoiceField(choices=gate_choices(), read_only=True)
     verdict = ChoiceField(choices=Verdict.choices, read_only=True)
 
     class Meta:

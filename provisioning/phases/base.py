@@ -10,19 +10,37 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
 from .. import clock
+from ..bmc import bmc_session
+from ..choices import Stage
 from ..outcomes import Outcome, Skipped
-from . import PHASES_BY_NAME, PhaseInfo
 
 if TYPE_CHECKING:
     from fleet.models import Node
 
     from ..models import PhaseRecord, Run
     from ..redfish import RedfishClient
+
+
+class Band(StrEnum):
+    OOB = "oob"
+    IN = "in"
+
+
+@dataclass(frozen=True)
+class PhaseInfo:
+    """What the pipeline shows and enforces of a phase: its name, label, band, reboot, limit."""
+
+    name: str
+    label: str
+    band: Band
+    reboots: bool
+    time_limit_s: int
 
 
 @dataclass(frozen=True)
@@ -62,8 +80,6 @@ class PhaseContext:
     def bmc(self) -> RedfishClient:
         """An open Redfish client for the node's BMC, lent by the session pool for this step."""
         if self._bmc is None:
-            from ..bmc import bmc_session
-
             self._bmc = self._bmc_lease.enter_context(bmc_session(self.node))
         return self._bmc
 
@@ -81,8 +97,11 @@ class PhaseContext:
         self.record.save(update_fields=["compared"])
         return None
 
-    def set_stage(self, stage: str, **fields: Any) -> None:
-        """Move the phase to its next inner stage; saved at once, before anything is applied."""
+    def set_stage(self, stage: Stage | str, **fields: Any) -> None:
+        """Move the phase to its next inner stage; saved at once, before anything is applied.
+
+        A Stage; a str only to put back a stage read from the record (reboot_into's undo).
+        """
         self.record.stage = stage
         self.record.stage_started_at = timezone.now()
         for name, value in fields.items():
@@ -95,32 +114,38 @@ class PhaseContext:
             return 0.0
         return clock.node_seconds(timezone.now() - self.record.stage_started_at)
 
-    def time_limit(self) -> float:
-        """This phase's limit in node seconds: the manifest's, else the phase's own."""
+    def time_limit(self, phase: Phase) -> float:
+        """`phase`'s limit in node seconds for this run: the manifest's, else the phase's own."""
         timeouts = self.manifest.get("timeouts") or {}
         if self.record.phase in timeouts:
             return float(timeouts[self.record.phase])
-        from .registry import phase_for
-
-        own = phase_for(self.record.phase).time_limit(self)
-        return float(own if own is not None else self.info.time_limit_s)
-
-    @property
-    def info(self) -> PhaseInfo:
-        return PHASES_BY_NAME.get(self.record.phase) or PhaseInfo(
-            self.record.phase, self.record.phase, "in", False, 86400
-        )
+        own = phase.time_limit(self)
+        return float(own if own is not None else phase.info.time_limit_s)
 
 
 class Phase(ABC):
-    """Base of every phase. Subclasses set `name` and implement `execute`.
+    """Base of every phase: made with its PhaseInfo; subclasses implement `execute`.
 
     Phases that reconcile a measurable aspect also implement `observe` and `diff`, which the
     drift audit calls alone: they must never write to the node.
     """
 
-    name: str = ""
     auditable: bool = False
+
+    def __init__(self, info: PhaseInfo):
+        self.info = info
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def label(self) -> str:
+        return self.info.label
+
+    @property
+    def band(self) -> Band:
+        return self.info.band
 
     @abstractmethod
     def execute(self, ctx: PhaseContext) -> Outcome:

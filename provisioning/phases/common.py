@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import boot_path
 from ..agent_link import EPHEMERAL, is_alive, live_session
+from ..choices import Stage
 from ..models import AgentSession
 from ..outcomes import Outcome, Wait
 from ..redfish import PowerAction, PowerState, RedfishError, quirks
@@ -15,7 +16,7 @@ BOOT_LOOK_S = 120.0
 
 
 def reboot_into(
-    ctx: PhaseContext, target: str, next_stage: str, *, http_boot_uri: str = ""
+    ctx: PhaseContext, target: str, next_stage: Stage, *, http_boot_uri: str = ""
 ) -> Outcome:
     """Boot the node once into `target` (a Redfish boot override target) and move to
     `next_stage` to await it. The override is read back before the reset."""
@@ -45,7 +46,7 @@ def reboot_into(
     return Wait(BOOT_LOOK_S, f"rebooting into {where}")
 
 
-def boot_ephemeral(ctx: PhaseContext, next_stage: str) -> Outcome:
+def boot_ephemeral(ctx: PhaseContext, next_stage: Stage) -> Outcome:
     """Reboot into the ephemeral environment by the manifest's boot method."""
     prepared = boot_path.prepare(ctx.bmc(), ctx.run, ctx.manifest)
     return reboot_into(ctx, prepared.target, next_stage, http_boot_uri=prepared.http_boot_uri)
@@ -69,7 +70,7 @@ def awaiting_boot(ctx: PhaseContext, environment: str | None = None) -> Wait | N
     return Wait(BOOT_LOOK_S, f"waiting for {what} check-in after reboot")
 
 
-def ensure_ephemeral(ctx: PhaseContext, resume_stage: str) -> Outcome | None:
+def ensure_ephemeral(ctx: PhaseContext, resume_stage: Stage) -> Outcome | None:
     """None when the ephemeral environment's agent is up; else reboot into it.
 
     Erasing drives and writing the OS image cannot happen from the OS on those drives.

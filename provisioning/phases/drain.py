@@ -12,7 +12,7 @@ from fleet.choices import NodeState
 from fleet.lifecycle import transition
 
 from .. import schedulers
-from ..choices import RunKind
+from ..choices import RunKind, Stage
 from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
 from .base import Phase, PhaseContext
 
@@ -29,8 +29,6 @@ NEXT = {
 class Drain(Phase):
     """Cordon and drain the node from the tenant's scheduler; hand it over to the wipe."""
 
-    name = "drain"
-
     def execute(self, ctx: PhaseContext) -> Outcome:
         node = ctx.node
         target, why, then = NEXT.get(ctx.run.kind, NEXT[RunKind.WIPE])
@@ -44,11 +42,11 @@ class Drain(Phase):
             )
         try:
             scheduler = schedulers.configured()
-            if ctx.record.stage in ("", "cordoning"):
-                ctx.set_stage("cordoning")
+            if ctx.record.stage in (Stage.NONE, Stage.CORDONING):
+                ctx.set_stage(Stage.CORDONING)
                 scheduler.cordon(node, f"greenlight: {why} {node.serial}")
                 # The stage start of "draining" is when the cordon took: the lab reads it.
-                ctx.set_stage("draining")
+                ctx.set_stage(Stage.DRAINING)
             if not scheduler.is_drained(node):
                 return Wait(DRAIN_LOOK_S, f"waiting for jobs to leave {scheduler.label}")
         except schedulers.SchedulerUnavailable as exc:

@@ -12,11 +12,12 @@ from fleet.models import Node
 from .. import agent_link
 from ..agent_link import EPHEMERAL, HOST_OS, is_alive, live_session
 from ..boot_credentials import HOST_CREDENTIAL_ID, mint_host_credential
-from ..choices import CertificateResult, CommandStatus, RunKind
+from ..choices import CertificateResult, CommandStatus, RunKind, Stage
 from ..inventory import record_inband
 from ..models import AgentCommand
 from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
-from .base import Drift, Phase, PhaseContext
+from ..wipes import erase_finished
+from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, ensure_ephemeral
 
 # A safety net: the agent pushes its result, which nudges the run at once.
@@ -26,7 +27,7 @@ SILENCE_S = 120.0
 INVENTORY_KEYS = {"nic": "nics", "dpu": "dpus", "nvme": "drives"}
 
 
-def send_command(ctx: PhaseContext, kind: str, params: dict, stage: str) -> Outcome:
+def send_command(ctx: PhaseContext, kind: str, params: dict, stage: Stage) -> Outcome:
     """Hand a command to the live agent and wait for its result in `stage`."""
     session = live_session(ctx.node)
     if session is None:
@@ -36,13 +37,15 @@ def send_command(ctx: PhaseContext, kind: str, params: dict, stage: str) -> Outc
     return Wait(COMMAND_LOOK_S, f"agent running {kind}")
 
 
-def send_in_ephemeral(ctx: PhaseContext, stage: str, kind: str, params: dict, next_stage: str):
+def send_in_ephemeral(
+    ctx: PhaseContext, stage: str, kind: str, params: dict, next_stage: Stage
+) -> Outcome:
     """Send a command that only the ephemeral environment may run, rebooting into it first."""
-    if stage == "rebooting":
+    if stage == Stage.REBOOTING:
         waiting = awaiting_boot(ctx, EPHEMERAL)
         if waiting is not None:
             return waiting
-    reboot = ensure_ephemeral(ctx, "rebooting")
+    reboot = ensure_ephemeral(ctx, Stage.REBOOTING)
     if reboot is not None:
         return reboot
     return send_command(ctx, kind, params, next_stage)
@@ -62,15 +65,13 @@ def command_outcome(ctx: PhaseContext) -> AgentCommand | Outcome:
         return Wait(COMMAND_LOOK_S, f"agent running {command.kind}")
     if command.status == CommandStatus.LOST:
         # The agent rebooted or restarted under the command: observe again from the start.
-        ctx.set_stage("", command=None)
+        ctx.set_stage(Stage.NONE, command=None)
         return TransientFailure(f"the agent lost command {command.kind}", kind="AgentLost")
     return command
 
 
 class WaitForAgent(Phase):
     """The node booted the ephemeral environment and its agent checked in; record inventory."""
-
-    name = "wait_for_agent"
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         session = is_alive(ctx.node)
@@ -88,9 +89,9 @@ class InbandFirmware(Phase):
 
     auditable = True
 
-    def __init__(self, kind: str):
-        self.kind = kind
-        self.name = f"{kind}_firmware"
+    def __init__(self, info: PhaseInfo):
+        super().__init__(info)
+        self.kind = info.name.removesuffix("_firmware")
 
     def target(self, ctx: PhaseContext) -> dict[str, str] | None:
         return (ctx.manifest.get("firmware") or {}).get(self.kind)
@@ -115,19 +116,19 @@ class InbandFirmware(Phase):
         if target is None:
             return Skipped({"reason": f"the manifest sets no {self.kind} firmware"})
         stage = ctx.record.stage
-        if stage == "":
+        if stage == Stage.NONE:
             drifts = self.diff(ctx, self.observe(ctx))
             skipped = ctx.no_delta(drifts)
             if skipped is not None:
                 return skipped
             params = {"component": self.kind, **target}
-            return send_command(ctx, protocol.FLASH_FIRMWARE, params, "flashing")
-        if stage == "flashing":
+            return send_command(ctx, protocol.FLASH_FIRMWARE, params, Stage.FLASHING)
+        if stage == Stage.FLASHING:
             return self.flashed(ctx)
-        if stage in ("rebooting", "power_cycle"):
+        if stage in (Stage.REBOOTING, Stage.POWER_CYCLE):
             waiting = awaiting_boot(ctx)
             if waiting is not None:
-                if stage == "power_cycle":
+                if stage == Stage.POWER_CYCLE:
                     return NeedsPerson(
                         f"AC power cycle needed: the {self.kind.upper()} firmware needs power "
                         "removed from the node",
@@ -151,13 +152,13 @@ class InbandFirmware(Phase):
         if not result.get("flashed"):
             return Skipped(ctx.record.compared)
         if result.get("needs_power_cycle"):
-            ctx.set_stage("power_cycle", boot_id_before=command.session.boot_id)
+            ctx.set_stage(Stage.POWER_CYCLE, boot_id_before=command.session.boot_id)
             return NeedsPerson(
                 f"AC power cycle needed: the {self.kind.upper()} firmware needs power removed "
                 "from the node"
             )
         if result.get("needs_reset"):
-            return boot_ephemeral(ctx, "rebooting")
+            return boot_ephemeral(ctx, Stage.REBOOTING)
         return self.verify(ctx, self.target(ctx))
 
     def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
@@ -187,8 +188,6 @@ class InbandFirmware(Phase):
 class SecureErase(Phase):
     """Crypto-erase every drive, when drives may hold data Greenlight did not put there."""
 
-    name = "secure_erase"
-
     def needed(self, ctx: PhaseContext) -> str:
         """Why this run must erase, or "" when it need not."""
         node = ctx.node
@@ -202,15 +201,15 @@ class SecureErase(Phase):
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         stage = ctx.record.stage
-        if stage == "":
+        if stage == Stage.NONE:
             why = self.needed(ctx)
             if not why:
                 return Skipped({"last_erased_at": ctx.node.last_erased_at.isoformat()})
             ctx.record.compared = {"reason": why}
             ctx.record.save(update_fields=["compared"])
-            stage = "ready"
-        if stage in ("ready", "rebooting"):
-            return send_in_ephemeral(ctx, stage, protocol.SECURE_ERASE, {}, "erasing")
+            stage = Stage.READY
+        if stage in (Stage.READY, Stage.REBOOTING):
+            return send_in_ephemeral(ctx, stage, protocol.SECURE_ERASE, {}, Stage.ERASING)
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
@@ -219,8 +218,6 @@ class SecureErase(Phase):
         ctx.record.save(update_fields=["compared"])
         failed = [d for d in drives if d.get("result") != "passed"]
         if ctx.run.kind == RunKind.WIPE:
-            from ..wipes import erase_finished
-
             # The certificate is written whatever the outcome: a failed drive is on it too.
             certificate = erase_finished(
                 ctx.run, drives, passed=not failed and command.status == CommandStatus.DONE
@@ -252,7 +249,6 @@ class SecureErase(Phase):
 class OsInstall(Phase):
     """Write the manifest's OS image, verified by sha256 and signature, to the boot disk."""
 
-    name = "os_install"
     auditable = True
 
     def observe(self, ctx: PhaseContext) -> str:
@@ -270,18 +266,18 @@ class OsInstall(Phase):
         if image is None:
             return Skipped({"reason": "the manifest names no OS image"})
         stage = ctx.record.stage
-        if stage == "":
+        if stage == Stage.NONE:
             drifts = self.diff(ctx, self.observe(ctx))
             skipped = ctx.no_delta(drifts)
             if skipped is not None:
                 return skipped
-            stage = "ready"
-        if stage in ("ready", "rebooting"):
+            stage = Stage.READY
+        if stage in (Stage.READY, Stage.REBOOTING):
             # The installed OS's agent earns its session with this credential, which the
             # ephemeral agent writes into the install record on the boot disk.
             credential, _ = mint_host_credential(ctx.node, ctx.run)
             params = {**image, HOST_CREDENTIAL_ID: credential.pk}
-            return send_in_ephemeral(ctx, stage, protocol.INSTALL_OS, params, "installing")
+            return send_in_ephemeral(ctx, stage, protocol.INSTALL_OS, params, Stage.INSTALLING)
         command = command_outcome(ctx)
         if not isinstance(command, AgentCommand):
             return command
@@ -297,8 +293,6 @@ class OsInstall(Phase):
 
 class WaitForHostOs(Phase):
     """The node booted the installed OS and its agent checked in from there."""
-
-    name = "wait_for_host_os"
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         session = is_alive(ctx.node, HOST_OS)

@@ -13,14 +13,14 @@ from fleet.models import Rack
 from .. import boot_path, clock, firmware_targets
 from ..agent_link import EPHEMERAL, HOST_OS, is_alive
 from ..artifacts import ArtifactMismatch, fetch_verified, verify_artifact
-from ..choices import ACTIVE_RUN_STATUSES
+from ..choices import ACTIVE_RUN_STATUSES, Stage
 from ..inventory import record_oob
 from ..models import PhaseRecord
 from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
 from ..redfish import PowerAction, PowerState, TaskState
 from ..redfish.errors import ActionNotSupported, ResourceMissing
 from ..redfish.versions import normalize_version
-from .base import Drift, Phase, PhaseContext
+from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, reboot_into
 
 # Node seconds a power-on holds its slot in the rack: the inrush a PDU must absorb.
@@ -39,7 +39,6 @@ def _norm_mac(mac: str) -> str:
 class Preflight(Phase):
     """The BMC answers and authenticates; its serial and MACs are the ones enrolled."""
 
-    name = "preflight"
     auditable = True
 
     def observe(self, ctx: PhaseContext) -> dict[str, Any]:
@@ -86,12 +85,10 @@ class Preflight(Phase):
 class PowerOn(Phase):
     """Switch the node on, a few nodes of a rack at a time, and read the power state back."""
 
-    name = "power_on"
-
     def execute(self, ctx: PhaseContext) -> Outcome:
         bmc = ctx.bmc()
         power = bmc.power_state()
-        if ctx.record.stage == "":
+        if ctx.record.stage == Stage.NONE:
             if power in (PowerState.ON, PowerState.POWERING_ON):
                 return Skipped({"power": str(power)})
             if power == PowerState.UNKNOWN:
@@ -113,7 +110,7 @@ class PowerOn(Phase):
                 )
             # Some iDRAC firmware answers 204 to the first power-on and ignores it.
             ctx.record.compared = {"power_on_requests": tries + 1}
-            ctx.set_stage("ramping", compared=ctx.record.compared)
+            ctx.set_stage(Stage.RAMPING, compared=ctx.record.compared)
             bmc.reset(PowerAction.ON)
         return Wait(10, f"powering on (the BMC reports {power})")
 
@@ -141,28 +138,26 @@ def take_power_slot(ctx: PhaseContext) -> bool:
             since = timezone.now() - clock.real_delta(POWER_RAMP_S)
             ramping = PhaseRecord.objects.filter(
                 phase="power_on",
-                stage="ramping",
+                stage=Stage.RAMPING,
                 stage_started_at__gte=since,
                 run__status__in=ACTIVE_RUN_STATUSES,
                 run__node__rack_id=rack_id,
             ).count()
             if ramping >= settings.GREENLIGHT_POWER_ON_BATCH:
                 return False
-        ctx.set_stage("ramping", compared={"power_on_requests": 1})
+        ctx.set_stage(Stage.RAMPING, compared={"power_on_requests": 1})
     return True
 
 
 class BootEphemeral(Phase):
     """Boot the node once into the ephemeral environment (virtual media, UEFI HTTP or PXE)."""
 
-    name = "boot_ephemeral"
-
     def execute(self, ctx: PhaseContext) -> Outcome:
         alive = is_alive(ctx.node)
         if alive is not None:
             return Skipped({"agent": f"already up ({alive.environment}, boot {alive.boot_id[:8]})"})
         method = boot_path.boot_method(ctx.manifest)
-        boot_ephemeral(ctx, "rebooting")
+        boot_ephemeral(ctx, Stage.REBOOTING)
         return Done(changes=[{"component": "boot", "from": "", "to": f"{method.value} once"}])
 
 
@@ -171,9 +166,9 @@ class OobFirmware(Phase):
 
     auditable = True
 
-    def __init__(self, kind: str):
-        self.kind = kind
-        self.name = f"{kind}_firmware"
+    def __init__(self, info: PhaseInfo):
+        super().__init__(info)
+        self.kind = info.name.removesuffix("_firmware")
 
     def target(self, ctx: PhaseContext) -> dict[str, str] | None:
         return (ctx.manifest.get("firmware") or {}).get(self.kind)
@@ -208,13 +203,13 @@ class OobFirmware(Phase):
         if target is None:
             return Skipped({"reason": f"the manifest sets no {self.kind} firmware"})
         stage = ctx.record.stage
-        if stage == "":
+        if stage == Stage.NONE:
             return self.start(ctx, target)
-        if stage == "pushing":
+        if stage == Stage.PUSHING:
             return self.resume_push(ctx, target)
-        if stage == "updating":
+        if stage == Stage.UPDATING:
             return self.poll(ctx, target)
-        if stage == "rebooting":
+        if stage == Stage.REBOOTING:
             waiting = awaiting_boot(ctx)
             if waiting is not None:
                 return waiting
@@ -240,7 +235,7 @@ class OobFirmware(Phase):
         # resume_push and follows it, instead of flashing the component a second time.
         compared = {**compared, "from": items[0].version}
         ctx.set_stage(
-            "pushing",
+            Stage.PUSHING,
             bmc_task="",
             compared={**compared, "tasks_before": ctx.bmc().task_members()},
         )
@@ -254,7 +249,7 @@ class OobFirmware(Phase):
                     filename=target["url"].rsplit("/", 1)[-1],
                     targets=[items[0].odata_id],
                 )
-        ctx.set_stage("updating", bmc_task=staged.task_monitor or "", compared=compared)
+        ctx.set_stage(Stage.UPDATING, bmc_task=staged.task_monitor or "", compared=compared)
         return Wait(TASK_LOOK_S, f"BMC updating {self.kind} to {target['version']}")
 
     def resume_push(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
@@ -269,7 +264,7 @@ class OobFirmware(Phase):
         new = [task for task in ctx.bmc().task_members() if task not in before]
         if not new:
             return self.start(ctx, target)
-        ctx.set_stage("updating", bmc_task=new[-1], compared=compared)
+        ctx.set_stage(Stage.UPDATING, bmc_task=new[-1], compared=compared)
         return self.poll(ctx, target)
 
     def poll(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
@@ -289,7 +284,7 @@ class OobFirmware(Phase):
                 words = "; ".join(status.messages) or status.raw_state
                 return Failure(f"{self.kind} firmware update failed: {words}", component=self.kind)
         # The new image takes effect at the next reset, which brings the agent back.
-        return boot_ephemeral(ctx, "rebooting")
+        return boot_ephemeral(ctx, Stage.REBOOTING)
 
     def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
         # One read of the inventory serves the check and the record (each is a GET per member).
@@ -313,7 +308,6 @@ class OobFirmware(Phase):
 class BiosSettings(Phase):
     """BIOS attributes: staged in the pending-settings object, applied at the next reset."""
 
-    name = "bios_settings"
     auditable = True
 
     def observe(self, ctx: PhaseContext) -> dict[str, Any]:
@@ -324,7 +318,7 @@ class BiosSettings(Phase):
         return [Drift(f"BIOS {k}", v, observed.get(k)) for k, v in sorted(wanted.items())]
 
     def execute(self, ctx: PhaseContext) -> Outcome:
-        if ctx.record.stage == "":
+        if ctx.record.stage == Stage.NONE:
             if not ctx.manifest.get("bios_settings"):
                 # Nothing wanted: skip without reading a BIOS resource some BMCs do not offer
                 # (sushy-tools' libvirt driver in its vmedia profile).
@@ -338,7 +332,7 @@ class BiosSettings(Phase):
             ctx.bmc().set_bios_attributes(delta)
             ctx.record.compared = compared
             ctx.record.save(update_fields=["compared"])
-            return boot_ephemeral(ctx, "rebooting")
+            return boot_ephemeral(ctx, Stage.REBOOTING)
         waiting = awaiting_boot(ctx)
         if waiting is not None:
             return waiting
@@ -358,15 +352,13 @@ class BiosSettings(Phase):
 class BootDisk(Phase):
     """Boot the installed OS from disk."""
 
-    name = "boot_disk"
-
     def execute(self, ctx: PhaseContext) -> Outcome:
-        if ctx.record.stage == "":
+        if ctx.record.stage == Stage.NONE:
             alive = is_alive(ctx.node, HOST_OS)
             if alive is not None:
                 return Skipped({"agent": f"host OS already up (boot {alive.boot_id[:8]})"})
             # A virtual CD left in would boot the ephemeral ISO again on BMCs that keep the
             # override (sushy-tools reads "Once" back as "Continuous").
             boot_path.release_medium(ctx.bmc(), ctx.manifest)
-            return reboot_into(ctx, "Hdd", "rebooting")
+            return reboot_into(ctx, "Hdd", Stage.REBOOTING)
         return Done(changes=[{"component": "boot", "from": EPHEMERAL, "to": "disk"}])

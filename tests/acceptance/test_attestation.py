@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from acceptance.attestation import judge_attestation
+from acceptance.gates import ATTESTATION
 
 MANIFEST = {
     "os_image": {"sha256": "a" * 64, "url": "http://x/os.img", "signature": "k:v"},
@@ -23,11 +24,13 @@ def _report(**overrides) -> str:
 
 
 def test_a_matching_report_passes():
-    assert judge_attestation(_report(), MANIFEST, {}).verdict == "pass"
+    assert judge_attestation(_report(), MANIFEST, ATTESTATION.defaults).verdict == "pass"
 
 
 def test_a_firmware_measurement_mismatch_names_the_component():
-    verdict = judge_attestation(_report(measurements={"nic": "28.39.1002"}), MANIFEST, {})
+    verdict = judge_attestation(
+        _report(measurements={"nic": "28.39.1002"}), MANIFEST, ATTESTATION.defaults
+    )
     assert verdict.verdict == "fail"
     # Beside it, the warning that this TPM-less report is not attested (the manifest pins no
     # golden values, so the profile's rule does not require a TPM).
@@ -39,11 +42,14 @@ def test_a_firmware_measurement_mismatch_names_the_component():
 
 
 def test_a_foreign_image_or_a_bad_signature_fails():
-    assert judge_attestation(_report(image_sha256="b" * 64), MANIFEST, {}).verdict == "fail"
-    unsigned = judge_attestation(_report(signature_verified=False), MANIFEST, {})
+    assert (
+        judge_attestation(_report(image_sha256="b" * 64), MANIFEST, ATTESTATION.defaults).verdict
+        == "fail"
+    )
+    unsigned = judge_attestation(_report(signature_verified=False), MANIFEST, ATTESTATION.defaults)
     assert unsigned.verdict == "fail" and unsigned.findings[0].part == "os_image"
 
 
 def test_garbage_is_an_error_never_a_pass():
     for text in ("", "not json", json.dumps({"no": "measurements"})):
-        assert judge_attestation(text, MANIFEST, {}).verdict == "error"
+        assert judge_attestation(text, MANIFEST, ATTESTATION.defaults).verdict == "error"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from acceptance.attestation_gate import AttestationGate
-from acceptance.choices import GateName
+from acceptance.gates import GateName
 from acceptance.models import GateResult, TpmBinding
 from agent.hardware import SystemHardware
 from agent.tools import Completed, capture

@@ -3,13 +3,9 @@
 import pytest
 
 from acceptance.choices import Verdict
-from acceptance.judging import (
-    PairResult,
-    SkuFacts,
-    judge_fabric,
-    localise_fabric,
-    plan_fabric_pairs,
-)
+from acceptance.fabric import PairResult, judge_fabric, localise_fabric, plan_fabric_pairs
+from acceptance.gates import FABRIC
+from acceptance.verdicts import SkuFacts
 from lab.tool_outputs import make_node, nccl_all_reduce
 
 HGX = SkuFacts(8, 8, 400, 450, 8)
@@ -52,10 +48,10 @@ def test_single_slow_node_is_the_only_one_named(count, bad):
     nodes = rack(count)
     culprit = list(nodes)[bad]
     faults = {culprit: {"name": "slow_nic", "component": "NIC 0"}}
-    findings = localise_fabric(run_pairs(nodes, faults), HGX)
+    findings = localise_fabric(run_pairs(nodes, faults), HGX, FABRIC.defaults)
     assert {node for node, f in findings.items() if f} == {culprit}
     assert "busbw" in findings[culprit][0].message
-    verdicts = judge_fabric(run_pairs(nodes, faults), HGX)
+    verdicts = judge_fabric(run_pairs(nodes, faults), HGX, FABRIC.defaults)
     assert {n for n, v in verdicts.items() if v.verdict == Verdict.FAIL} == {culprit}
     assert all(v.verdict == Verdict.PASS for n, v in verdicts.items() if n != culprit)
 
@@ -64,12 +60,12 @@ def test_good_node_between_two_bad_ones_is_cleared():
     nodes = rack(8)
     ids = list(nodes)
     faults = {ids[1]: {"name": "slow_nic"}, ids[3]: {"name": "slow_nic"}}
-    findings = localise_fabric(run_pairs(nodes, faults), HGX)
+    findings = localise_fabric(run_pairs(nodes, faults), HGX, FABRIC.defaults)
     assert {node for node, f in findings.items() if f} == {ids[1], ids[3]}
 
 
 def test_healthy_rack_has_no_findings():
-    findings = localise_fabric(run_pairs(rack(6), {}), HGX)
+    findings = localise_fabric(run_pairs(rack(6), {}), HGX, FABRIC.defaults)
     assert all(f == [] for f in findings.values())
 
 
@@ -78,7 +74,7 @@ def test_per_rail_runs_name_the_nic():
     culprit = list(nodes)[1]
     faults = {culprit: {"name": "slow_nic", "component": "NIC 3"}}
     results = run_pairs(nodes, faults, rail=0) + run_pairs(nodes, faults, rail=3)
-    findings = localise_fabric(results, HGX)
+    findings = localise_fabric(results, HGX, FABRIC.defaults)
     assert [f.part for f in findings[culprit]] == ["NIC 3"]
     assert findings[culprit][0].message.startswith("NIC 3: busbw")
 
@@ -87,18 +83,18 @@ def test_lab_catalog_alias_nic_slow_is_understood():
     nodes = rack(4)
     culprit = list(nodes)[2]
     faults = {culprit: {"name": "nic_slow", "index": "0"}}
-    findings = localise_fabric(run_pairs(nodes, faults), HGX)
+    findings = localise_fabric(run_pairs(nodes, faults), HGX, FABRIC.defaults)
     assert {node for node, f in findings.items() if f} == {culprit}
 
 
 def test_two_node_rack_blames_both_and_says_why():
     nodes = rack(2)
     a, b = nodes
-    findings = localise_fabric(run_pairs(nodes, {a: {"name": "slow_nic"}}), HGX)
+    findings = localise_fabric(run_pairs(nodes, {a: {"name": "slow_nic"}}), HGX, FABRIC.defaults)
     assert findings[a] and findings[b]
     assert "its partner is suspect too" in findings[b][0].message
 
 
 def test_unreadable_pair_output_is_an_error_not_a_pass():
-    verdicts = judge_fabric([PairResult("a", "b", "")], HGX)
+    verdicts = judge_fabric([PairResult("a", "b", "")], HGX, FABRIC.defaults)
     assert {v.verdict for v in verdicts.values()} == {Verdict.ERROR}

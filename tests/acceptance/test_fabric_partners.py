@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from acceptance.choices import GateName, Verdict
+from acceptance.choices import Verdict
 from acceptance.fabric import choose_partners
+from acceptance.gates import FABRIC, GateName
 from acceptance.models import GateResult
-from acceptance.runner import GatePhase, partner_choice
+from acceptance.partners import partner_choice
+from acceptance.runner import GatePhase
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Node
 from provisioning.choices import PhaseStatus
@@ -63,7 +65,7 @@ def test_a_lone_node_borrows_idle_in_service_nodes_and_says_so_on_them(rack, man
     me = _node(rack, "N-ME", NodeState.ENROLLED)
     idle = [_node(rack, f"N-IDLE{i}", NodeState.IN_SERVICE) for i in range(3)]
     ctx = _fabric_ctx(me)
-    outcome = GatePhase(GateName.FABRIC).send_tools(ctx, {})
+    outcome = GatePhase(FABRIC).send_tools(ctx, {})
     assert ctx.record.stage == "running", outcome
     tools = ctx.record.command.params["tools"]
     assert sorted({t["peer"] for t in tools}) == ["N-IDLE0", "N-IDLE1"]
@@ -78,11 +80,11 @@ def test_a_node_with_no_healthy_partner_follows_the_profile(rack, manifest, prof
     _node(rack, "N-ACME", NodeState.IN_SERVICE, tenant="acme")
     _node(rack, "N-QUAR", NodeState.QUARANTINED)
     ctx = _fabric_ctx(me)
-    stops = GatePhase(GateName.FABRIC).send_tools(ctx, {})
+    stops = GatePhase(FABRIC).send_tools(ctx, {})
     assert isinstance(stops, Failure)
     assert f"no healthy partner node in {rack.name}" in stops.reason
     result = GateResult.objects.get(run=ctx.run, gate=GateName.FABRIC)
     assert result.verdict == Verdict.ERROR
-    skips = GatePhase(GateName.FABRIC).send_tools(ctx, {"lone_node_skips": 1})
+    skips = GatePhase(FABRIC).send_tools(ctx, {"lone_node_skips": 1})
     assert isinstance(skips, Skipped)
     assert "the profile lets a lone node skip the fabric gate" in skips.compared["reason"]

@@ -5,9 +5,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from acceptance.choices import GateName, Verdict
+from acceptance.choices import Verdict
 from acceptance.fabric import PairResult, judge_fabric
-from acceptance.runner import judge, tools_for
+from acceptance.gates import FABRIC
+from acceptance.runner import judge
 from acceptance.verdicts import SkuFacts
 from agent.tool_commands import ToolParamsError, perftest_command
 from tests import factories
@@ -31,7 +32,7 @@ def rail(a: str, b: str, text: str) -> PairResult:
 
 
 def test_a_rail_at_line_rate_passes_and_names_its_tool():
-    verdicts = judge_fabric([rail("r1-u01", "r1-u02", FAST)], HDR)
+    verdicts = judge_fabric([rail("r1-u01", "r1-u02", FAST)], HDR, FABRIC.defaults)
     assert {n: v.verdict for n, v in verdicts.items()} == {
         "r1-u01": Verdict.PASS,
         "r1-u02": Verdict.PASS,
@@ -41,7 +42,7 @@ def test_a_rail_at_line_rate_passes_and_names_its_tool():
 
 
 def test_the_same_rail_is_slow_on_a_faster_nic():
-    verdicts = judge_fabric([rail("r1-u01", "r1-u02", FAST)], NDR)
+    verdicts = judge_fabric([rail("r1-u01", "r1-u02", FAST)], NDR, FABRIC.defaults)
     finding = verdicts["r1-u01"].findings[0]
     assert (finding.part, finding.code) == ("NIC 3", "rail_slow")
     assert "ib_write_bw 50% of line rate" in finding.message
@@ -53,7 +54,7 @@ def test_only_the_node_slow_with_every_partner_is_named():
         rail("r1-u02", "r1-u03", SLOW),
         rail("r1-u01", "r1-u03", SLOW),
     ]
-    verdicts = judge_fabric(pairs, HDR)
+    verdicts = judge_fabric(pairs, HDR, FABRIC.defaults)
     assert verdicts["r1-u01"].verdict == Verdict.PASS
     assert verdicts["r1-u02"].verdict == Verdict.PASS
     assert verdicts["r1-u03"].verdict == Verdict.FAIL
@@ -62,7 +63,7 @@ def test_only_the_node_slow_with_every_partner_is_named():
 
 def test_a_cut_perftest_output_cannot_be_judged():
     cut = (SAMPLES / "real" / "perftest_issue234_write_bw_roce_paste_cut.txt").read_text()
-    verdict = judge_fabric([rail("r1-u01", "r1-u02", cut)], HDR)["r1-u01"]
+    verdict = judge_fabric([rail("r1-u01", "r1-u02", cut)], HDR, FABRIC.defaults)["r1-u01"]
     assert verdict.verdict == Verdict.ERROR
     assert "truncated" in verdict.error
 
@@ -74,8 +75,8 @@ def test_a_node_without_gpus_is_sent_ib_write_bw_per_rail_and_judged_on_it(rack)
     sku = factories.make_sku("ib-storage-node", gpu_count=0, nic_count=2, nic_line_rate_gbps=200)
     alpha = factories.make_node(rack=rack, sku=sku, hostname="stor-01")
     beta = factories.make_node(rack=rack, sku=sku, hostname="stor-02", state="validating")
-    ctx = SimpleNamespace(node=alpha)
-    tools = tools_for(GateName.FABRIC, ctx, {})
+    ctx = SimpleNamespace(node=alpha, manifest={})
+    tools = FABRIC.runs(ctx, FABRIC.defaults)
     assert {t["tool"] for t in tools} == {"perftest"}
     assert sorted(t["rail"] for t in tools) == [0, 1]
     assert all(t["hosts"] == ["stor-01", "stor-02"] and t["peer"] == beta.serial for t in tools)
@@ -84,9 +85,9 @@ def test_a_node_without_gpus_is_sent_ib_write_bw_per_rail_and_judged_on_it(rack)
     assert "ib_write_bw -d mlx5_0" in command[-1] and "stor-02" in command[-1]
 
     outputs = {t["key"]: FAST for t in tools}
-    assert judge(GateName.FABRIC, ctx, outputs, {}).verdict == Verdict.PASS
+    assert judge(FABRIC, ctx, outputs, {}).verdict == Verdict.PASS
     slow_rail = {t["key"]: SLOW if t["rail"] == 1 else FAST for t in tools}
-    verdict = judge(GateName.FABRIC, ctx, slow_rail, {})
+    verdict = judge(FABRIC, ctx, slow_rail, {})
     assert verdict.verdict == Verdict.FAIL
     assert [(f.part, f.code) for f in verdict.findings] == [("NIC 1", "rail_slow")]
 

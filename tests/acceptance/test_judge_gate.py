@@ -5,9 +5,9 @@ import json
 import pytest
 
 from acceptance.choices import Verdict
-from acceptance.judging import SkuFacts, judge_gate, thresholds_for
+from acceptance.gates import STORAGE, judge_gate, thresholds_for
 from acceptance.parsers.base import Severity
-from acceptance.runner import tools_for
+from acceptance.verdicts import SkuFacts
 from agent.tool_commands import fio_command
 
 from .sample_files import SAMPLES, read
@@ -230,9 +230,10 @@ def test_profile_thresholds_override_defaults():
 
 def test_the_profile_sets_how_long_fio_runs():
     """The profile's fio_runtime_s reaches the agent's fio command, and the wait allows for it."""
-    (tool,) = tools_for("storage", None, {"fio_runtime_s": 15})
+    assert STORAGE.runs is not None
+    (tool,) = STORAGE.runs(None, STORAGE.thresholds_with({"fio_runtime_s": 15}))
     assert (tool["runtime_s"], tool["duration_s"]) == (15, 30)
-    (tool,) = tools_for("storage", None, {})
+    (tool,) = STORAGE.runs(None, STORAGE.thresholds_with(None))
     assert (tool["runtime_s"], tool["duration_s"]) == (60, 120)
     assert "--runtime=15" in fio_command([("/dev/nvme0n1", True)], tool["runtime_s"] // 4)
 

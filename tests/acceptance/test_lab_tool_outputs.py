@@ -2,16 +2,12 @@
 
 import pytest
 
-from acceptance.choices import GateName, Verdict
-from acceptance.judging import (
-    PairResult,
-    SkuFacts,
-    judge_fabric,
-    judge_gate,
-    judge_soak,
-    plan_fabric_pairs,
-)
+from acceptance.choices import Verdict
+from acceptance.fabric import PairResult, judge_fabric, plan_fabric_pairs
+from acceptance.gates import BURN_IN, FABRIC, GateName, judge_gate
 from acceptance.parsers import PARSERS, xid
+from acceptance.soak import judge_soak
+from acceptance.verdicts import SkuFacts
 from lab import tool_outputs as lab
 
 HGX = SkuFacts(8, 8, 400, 450, 8)
@@ -95,7 +91,7 @@ def _node_verdicts(node, fault, fabric) -> dict:
         "xid": lab.kernel_log_xid(node, fault, phase="soak", soak_s=soak_s),
     }
     soak = judge_soak(
-        lab.soak_samples(node, fault, soak_s, 1800), burn["xid"], None, node.bus_map()
+        lab.soak_samples(node, fault, soak_s, 1800), burn["xid"], BURN_IN.defaults, node.bus_map()
     )
     inventory = node.inventory()
     gate_outputs = {
@@ -124,7 +120,7 @@ def test_rack_fault_mix_is_caught_by_the_right_gate_and_healthy_nodes_pass():
         PairResult(a, b, lab.nccl_all_reduce((nodes[a], nodes[b]), faults))
         for a, b in plan_fabric_pairs(list(nodes))
     ]
-    fabric = judge_fabric(pairs, HGX)
+    fabric = judge_fabric(pairs, HGX, FABRIC.defaults)
     order = [
         GateName.GPU_HEALTH,
         GateName.NVBANDWIDTH,

@@ -5,10 +5,9 @@ import asyncio
 
 import pytest
 
-from acceptance.choices import GateName, Verdict
-from acceptance.judging import judge_gate
+from acceptance.choices import Verdict
+from acceptance.gates import REFERENCE_JOB, judge_gate
 from acceptance.parsers import reference_job
-from acceptance.runner import tools_for
 from acceptance.verdicts import SkuFacts
 from agent.hardware import SystemHardware
 from lab import tool_outputs as lab
@@ -67,7 +66,8 @@ def test_a_run_given_another_peak_than_the_profiles_cannot_be_judged(cpu_run):
 
 
 def test_the_gate_sends_the_profiles_peak_and_steps_with_the_kernel_log():
-    tools = tools_for(GateName.REFERENCE_JOB, None, {"peak_tflops": 1979, "steps": 30})
+    used = REFERENCE_JOB.thresholds_with({"peak_tflops": 1979, "steps": 30})
+    tools = REFERENCE_JOB.runs(None, used)
     assert tools[0]["tool"] == "reference-job"
     assert (tools[0]["peak_tflops"], tools[0]["steps"]) == (1979, 30)
     assert [t["tool"] for t in tools] == ["reference-job", "xid"]

@@ -1,7 +1,7 @@
 """The burn-in soak: telemetry through the run, early stop on a hardware XID."""
 
 from acceptance.choices import Verdict
-from acceptance.judging import judge_soak
+from acceptance.soak import judge_soak
 from lab.tool_outputs import kernel_log_xid, make_node, soak_samples
 
 NODE = make_node("r7-u05", seed=5)

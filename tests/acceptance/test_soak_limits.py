@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from acceptance.soak_runner import SoakState
 from provisioning.models import PhaseRecord, Run
+from provisioning.phases import phase_for
 from provisioning.phases.base import PhaseContext
 
 
@@ -13,7 +15,16 @@ from provisioning.phases.base import PhaseContext
 def test_phase_limits(node, manifest, profile, phase, at_least):
     run = Run.objects.create(node=node, manifest=manifest)
     record = PhaseRecord(run=run, phase=phase, order=0)
-    limit = PhaseContext(run=run, node=node, record=record, manifest=manifest.spec).time_limit()
+    ctx = PhaseContext(run=run, node=node, record=record, manifest=manifest.spec)
+    limit = ctx.time_limit(phase_for(record.phase))
     assert limit >= at_least
     if phase == "preflight":
         assert limit == 600
+
+
+def test_the_soak_state_reads_back_what_it_keeps():
+    between = SoakState(soaked_s=7200, wanted_s=259200)
+    assert between.as_compared() == {"soaked_s": 7200, "wanted_s": 259200}
+    chunk = SoakState(7200, 50400, 259200)
+    assert SoakState.of(chunk.as_compared()) == chunk
+    assert SoakState.of({}) == SoakState()

@@ -2,8 +2,8 @@
 
 import pytest
 
+from acceptance.gates import GATE_OF_TOOL
 from acceptance.parsers import PARSERS
-from acceptance.uploads import GATE_OF_TOOL
 
 from .sample_files import SAMPLES, read
 

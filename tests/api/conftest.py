@@ -9,7 +9,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from acceptance.choices import DecisionKind, GateName, Verdict
+from acceptance.choices import DecisionKind, Verdict
+from acceptance.gates import GateName
 from acceptance.models import Decision, GateResult
 from fleet.choices import ComponentKind, EventKind, NodeState
 from fleet.events import record

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from acceptance.choices import GateName, Verdict
+from acceptance.choices import Verdict
+from acceptance.gates import GateName
 from acceptance.models import GateResult
 from console.board import rack_slots
 from console.panel import node_panel
 from fleet.choices import NodeState
 from provisioning.choices import PhaseStatus, RunStatus
+from provisioning.gates import step_name
 from provisioning.models import PhaseRecord, Run
 from provisioning.phases import PHASES
 from provisioning.progress import Progress, of_phase
 from tests.support import scenes
 
 pytestmark = pytest.mark.django_db
-SOAK = f"gate:{GateName.BURN_IN}"
+SOAK = step_name(GateName.BURN_IN)
 
 
 def test_units_are_hours_for_a_soak_and_percent_for_a_task():
@@ -31,7 +33,7 @@ def _soaking(rack) -> Run:
     (node,) = scenes.build_rack(rack, {NodeState.VALIDATING: 1})
     run = node.runs.get()
     PhaseRecord.objects.filter(run=run).update(status=PhaseStatus.DONE)
-    gates = [f"gate:{g}" for g in ("attestation", "gpu_health", "fabric", "storage")]
+    gates = [step_name(g) for g in ("attestation", "gpu_health", "fabric", "storage")]
     PhaseRecord.objects.bulk_create(
         PhaseRecord(run=run, phase=name, order=len(PHASES) + i, status=PhaseStatus.DONE)
         for i, name in enumerate(gates)
@@ -60,6 +62,8 @@ def test_a_node_in_its_soak_is_not_shown_as_all_but_done(rack, manifest):
     # 19 of 20 phases and gates done, and half the soak: 98%, never a full bar before the end.
     assert (slot.phases_done, slot.progress) == (19, 98)
     assert slot.phase_progress == "36.0 h of 72 h"
+    # The gate's own label, as its row declares it (it once read "gate:burn in").
+    assert slot.phase_label == "Gate: Burn-in soak"
     panel = node_panel(run.node)
     soak = next(g for g in panel.gates if g.result.gate == GateName.BURN_IN)
     assert soak.progress.words == "36.0 h of 72 h"

@@ -10,7 +10,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from acceptance.choices import GateName, Verdict
+from acceptance.choices import Verdict
+from acceptance.gates import GateName
 from acceptance.models import GateResult, SoakSample
 from fleet.choices import NodeState
 from fleet.lifecycle import transition

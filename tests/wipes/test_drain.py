@@ -14,8 +14,8 @@ from fleet.choices import NodeState
 from provisioning.choices import PhaseStatus
 from provisioning.models import PhaseRecord
 from provisioning.outcomes import Done, Failure, Skipped, TransientFailure, Wait
+from provisioning.phases import phase_for
 from provisioning.phases.base import PhaseContext
-from provisioning.phases.drain import Drain
 from provisioning.schedulers import SchedulerError, configured
 from provisioning.schedulers.kubernetes import KubernetesScheduler, blocking_pods
 from provisioning.schedulers.lab import DRAIN_SECONDS
@@ -40,7 +40,7 @@ def drain_ctx(alice, nodes, settings):
 
 def _look(ctx: PhaseContext):
     ctx.node.refresh_from_db()
-    return Drain().execute(ctx)
+    return phase_for("drain").execute(ctx)
 
 
 def test_the_lab_drains_after_its_delay_then_the_node_goes_to_wiping(drain_ctx, settings):

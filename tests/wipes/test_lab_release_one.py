@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from acceptance import decisions
-from acceptance.choices import GateName
+from acceptance.gates import GateName
 from acceptance.models import GateResult
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Node

@@ -7,7 +7,7 @@ import subprocess
 
 from fleet.choices import NodeState
 from provisioning.outcomes import Done
-from provisioning.phases.drain import Drain
+from provisioning.phases import phase_for
 from provisioning.schedulers.slurm import SlurmScheduler, parse_node
 from tests import factories
 from tests.support.slurm import needs_slurm, show, until
@@ -59,7 +59,7 @@ def test_the_drain_phase_drains_an_idle_slurm_node_at_once(alice, rack, manifest
     record.status = PhaseStatus.RUNNING
     record.save()
 
-    outcome = Drain().execute(
+    outcome = phase_for("drain").execute(
         PhaseContext(run=run, node=node, record=record, manifest=run.manifest.spec)
     )
 

@@ -22,7 +22,8 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from acceptance.choices import GateName, Verdict
+from acceptance.choices import Verdict
+from acceptance.gates import GateName
 from acceptance.models import GateResult
 from fleet.choices import ComponentKind, DocumentStatus
 from fleet.models import Component, Manifest, Node, Rack, Site, Sku
