@@ -301,7 +301,7 @@ GATES: tuple[Gate, ...] = (
 GATES_BY_NAME: dict[str, Gate] = {g.name: g for g in GATES}
 
 # The gates as choices (GateName.FABRIC == "fabric", with its label), derived from the rows.
-GateName = models.TextChoices(  # type: ignore[misc]
+GateName = models.TextChoices(  # type: ignore[misc, call-overload]
     "GateName", [(g.name.upper(), (g.name, g.label)) for g in GATES]
 )
 

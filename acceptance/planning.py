@@ -55,7 +55,7 @@ def gate_phase(name: str) -> Phase:
 def suspect_reprovisions(manifest: Manifest) -> bool:
     """The manifest's profile says `suspect_action: reprovision` (else a suspect is re-checked)."""
     profile = AcceptanceProfile.for_manifest(manifest.sku_id, manifest.spec)
-    return bool(profile) and profile.spec.get("suspect_action") == "reprovision"
+    return profile is not None and profile.spec.get("suspect_action") == "reprovision"
 
 
 PLANNING = provisioning_gates.GatePlanning(

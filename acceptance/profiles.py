@@ -18,7 +18,8 @@ def parse_profile(text: str) -> ParsedDocument:
     check = SchemaChecker(doc)
     root = check.mapping(doc.data, ())
     if root is None:
-        check.raise_if_errors()
+        check.raise_if_errors()  # a root that is not a mapping is always reported
+        raise AssertionError("the checker did not report a missing root")
     check.unknown_keys(root, TOP_LEVEL, ())
     sku = check.string(root, "sku", ())
     version = check.string(root, "version", (), pattern=SEMVER, hint="a version like 1.2.0")
@@ -43,8 +44,8 @@ def parse_profile(text: str) -> ParsedDocument:
         name = check.string(block, "gate", path)
         if name is None:
             continue
-        spec = GATES_BY_NAME.get(name)
-        if spec is None:
+        gate = GATES_BY_NAME.get(name)
+        if gate is None:
             check.error(
                 path + ("gate",),
                 f"unknown gate {name!r}; expected one of {', '.join(GATES_BY_NAME)}",
@@ -57,11 +58,11 @@ def parse_profile(text: str) -> ParsedDocument:
         clean: dict[str, float] = {}
         for key, value in (thresholds or {}).items():
             where = path + ("thresholds", key)
-            if key not in spec.thresholds:
+            if key not in gate.thresholds:
                 check.error(
                     where,
                     f"unknown threshold {key!r} for {name}; expected one of "
-                    f"{', '.join(spec.thresholds)}",
+                    f"{', '.join(gate.thresholds)}",
                 )
             elif isinstance(value, bool) or not isinstance(value, int | float):
                 check.error(where, "must be a number")

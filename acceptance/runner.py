@@ -147,7 +147,7 @@ class GatePhase(Phase):
         ctx.record.compared = {**ctx.record.compared, "gpus_reset": reset}
         ctx.record.save(update_fields=["compared"])
         return send_command(
-            ctx, protocol.RESET_GPUS, {"gpus": [gpu_index(p) for p in now]}, "resetting"
+            ctx, protocol.RESET_GPUS, {"gpus": [gpu_index(p) for p in now]}, Stage.RESETTING
         )
 
 

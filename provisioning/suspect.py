@@ -30,7 +30,7 @@ from .models import Run
 from .runs import RunError, start_run
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
 # Who may report a node suspect: pulling a node out of service is a quarantine's right.
 SUSPECT_PERM = "fleet.quarantine_node"
@@ -55,7 +55,7 @@ def report_suspect(
     node: Node,
     reason: str,
     *,
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     actor_label: str = "",
     source: str = "api",
 ) -> Run:
@@ -79,7 +79,7 @@ def report_suspect(
     )
 
 
-def request_burn_in(node: Node, actor: AbstractBaseUser, reason: str = "") -> Run:
+def request_burn_in(node: Node, actor: User, reason: str = "") -> Run:
     """Burn in an unallocated in-service node before a tenant platform hands it out: drained,
     then the profile's gates (its burn-in soak among them) on the installed OS; re-admitted or
     sent to break/fix like a suspect node."""
@@ -103,7 +103,7 @@ def _take_out(
     kind: str,
     reason: str,
     *,
-    actor: AbstractBaseUser | None,
+    actor: User | None,
     actor_label: str = "",
     data: dict[str, Any],
 ) -> Run:
@@ -238,7 +238,7 @@ def alert_reason(alert: dict[str, Any]) -> str:
 
 
 def receive_alerts(
-    payload: Any, *, actor: AbstractBaseUser | None = None, actor_label: str = "alertmanager"
+    payload: Any, *, actor: User | None = None, actor_label: str = "alertmanager"
 ) -> list[dict[str, Any]]:
     """Act on an Alertmanager notification: each firing alert naming an in-service node starts
     the suspect loop on it; a resolved one is noted on the node (the re-check goes on: a fault

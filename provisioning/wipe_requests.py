@@ -21,7 +21,7 @@ from .models import Run, WipeRequest
 from .runs import RunError, start_run
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
 REQUEST_PERM = "provisioning.add_wiperequest"
 
@@ -35,14 +35,14 @@ class WipeRefused(Exception):
 
 
 def request_wipe(
-    nodes: Iterable[Node], tenant: str, allocation_ref: str, actor: AbstractBaseUser
+    nodes: Iterable[Node], tenant: str, allocation_ref: str, actor: User
 ) -> WipeRequest:
     """Release `nodes` of a tenant's allocation: drain, erase, reimage, re-validate each."""
     return file_wipe(nodes, tenant, allocation_ref, actor)[0]
 
 
 def file_wipe(
-    nodes: Iterable[Node], tenant: str, allocation_ref: str, actor: AbstractBaseUser
+    nodes: Iterable[Node], tenant: str, allocation_ref: str, actor: User
 ) -> tuple[WipeRequest, bool]:
     """`request_wipe`, also saying whether the request is new (False: the same one again)."""
     if actor is None or not actor.is_authenticated or not actor.has_perm(REQUEST_PERM):
@@ -118,7 +118,7 @@ def _same_request(existing: WipeRequest, node_ids: set[int]) -> WipeRequest:
     return existing
 
 
-def _release(wipe: WipeRequest, node: Node, actor: AbstractBaseUser) -> Run:
+def _release(wipe: WipeRequest, node: Node, actor: User) -> Run:
     """Move one node to releasing and start its wipe run (the run drains it first)."""
     transition(
         node,

@@ -19,7 +19,7 @@ from .base import Phase, PhaseContext
 DRAIN_LOOK_S = 60.0
 
 # Where a drained node goes, by run kind, and the cordon's reason the scheduler shows.
-NEXT = {
+NEXT: dict[str, tuple[NodeState, str, str]] = {
     RunKind.WIPE: (NodeState.WIPING, "tenant release of", "erasing every drive"),
     RunKind.SUSPECT: (NodeState.PROVISIONING, "suspect node", "re-checking it, drives kept"),
     RunKind.BURN_IN: (NodeState.PROVISIONING, "burn-in of", "burning it in, drives kept"),
