@@ -6,7 +6,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from acceptance.gates import GATE_OF_TOOL, GATES, GATES_BY_NAME, GateName, gate_choices
+from acceptance import planning
+from acceptance.attestation_gate import AttestationGate
+from acceptance.gates import (
+    ATTESTATION,
+    GATE_OF_TOOL,
+    GATES,
+    GATES_BY_NAME,
+    GateName,
+    gate_choices,
+)
 from acceptance.models import GateResult
 from acceptance.parsers import PARSERS
 from acceptance.profiles import parse_profile
@@ -49,6 +58,7 @@ def test_a_profile_may_set_only_the_thresholds_a_row_declares():
     assert gate.thresholds_with({"min_read_mbps": 100}) == {
         "min_read_mbps": 100,
         "min_write_mbps": 3000,
+        "fio_runtime_s": 60,
     }
 
 
@@ -66,8 +76,13 @@ def test_each_gates_runs_send_only_the_tools_it_declares(node):
 def test_provisioning_reaches_the_gates_through_its_registry():
     for gate in GATES:
         phase = phase_for(provisioning_gates.step_name(gate.name))
-        assert phase is gate_phase(gate.name)
-        assert isinstance(phase, SoakGate if gate.soak else GatePhase)
+        assert phase is planning.gate_phase(gate.name)
+        if gate is ATTESTATION:
+            # Keys, a challenge sealed to the EK, then the quote: a phase of its own.
+            assert isinstance(phase, AttestationGate)
+        else:
+            assert phase is gate_phase(gate.name)
+            assert isinstance(phase, SoakGate if gate.soak else GatePhase)
         assert phase.name == provisioning_gates.step_name(gate.name)
     assert provisioning_gates.gate_of("gate:fabric") == "fabric"
     assert provisioning_gates.gate_of("preflight") == ""
