@@ -23,6 +23,7 @@ _READ = [
     "acceptance.view_gateresult",
     "acceptance.view_soaksample",
     "acceptance.view_decision",
+    "acceptance.view_tpmbinding",
 ]
 
 _SITE_TECH = _READ + [

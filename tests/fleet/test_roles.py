@@ -28,6 +28,8 @@ def test_what_each_role_may_do(alice, bob, dora):
     assert not bob.has_perm("fleet.change_manifest")
     assert not bob.has_perm("provisioning.add_wiperequest")
     assert dora.has_perm("fleet.view_node")
+    # The node's bound TPM (its EK fingerprint) is read like the rest of its inventory.
+    assert all(u.has_perm("acceptance.view_tpmbinding") for u in (alice, bob, dora))
     assert not any(
         p.split(".")[1].startswith(("add_", "change_", "delete_"))
         for p in dora.get_all_permissions()
