@@ -125,8 +125,10 @@ def fabric_runs(ctx: PhaseContext, used: dict[str, float]) -> list[dict[str, Any
 
 def storage_runs(ctx: PhaseContext, used: dict[str, float]) -> list[dict[str, Any]]:
     """fio reads, then writes, for the profile's fio_runtime_s each; the wait allows for both."""
-    runtime_s = int(used["fio_runtime_s"])
-    return [{"tool": "fio", "runtime_s": runtime_s, "duration_s": 2 * runtime_s}]
+    runtime_s, iodepth = int(used["fio_runtime_s"]), int(used["fio_iodepth"])
+    return [
+        {"tool": "fio", "runtime_s": runtime_s, "iodepth": iodepth, "duration_s": 2 * runtime_s}
+    ]
 
 
 def reference_job_runs(ctx: PhaseContext, used: dict[str, float]) -> list[dict[str, Any]]:
@@ -249,6 +251,7 @@ STORAGE = Gate(
         "min_read_mbps": Threshold(6000, "sequential read throughput SLA, MB/s"),
         "min_write_mbps": Threshold(3000, "sequential write throughput SLA, MB/s"),
         "fio_runtime_s": Threshold(60, "seconds fio reads, then writes, each drive"),
+        "fio_iodepth": Threshold(32, "I/Os fio keeps in flight per job"),
     },
     judge=judging.from_parsed(judging.check_storage),
     runs=storage_runs,

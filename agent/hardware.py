@@ -457,6 +457,7 @@ class SystemHardware(Hardware):
         return fio_command(
             [(d, not read_only and Path(d).name != protected) for d in drives],
             int(params.get("runtime_s", 60)),
+            int(params.get("iodepth", 32)),
         )
 
     async def reset_gpu(self, index: int, log: Log) -> None:

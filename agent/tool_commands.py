@@ -83,7 +83,9 @@ def perftest_command(p: dict) -> list[str]:
             "sh", "-c", script]  # fmt: skip
 
 
-def fio_command(drives: list[tuple[str, bool]], runtime_s: int = 60) -> list[str]:
+def fio_command(
+    drives: list[tuple[str, bool]], runtime_s: int = 60, iodepth: int = 32
+) -> list[str]:
     """One sequential read job per drive, then one write job per writable drive.
 
     Every job names its own --filename (fio's JSON reports a job's options, not the global
@@ -97,7 +99,7 @@ def fio_command(drives: list[tuple[str, bool]], runtime_s: int = 60) -> list[str
         "--output-format=json",
         "--direct=1",
         "--ioengine=libaio",
-        "--iodepth=32",
+        f"--iodepth={int(iodepth)}",
         "--bs=1M",
         f"--runtime={int(runtime_s)}",
         "--time_based",

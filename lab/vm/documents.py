@@ -14,8 +14,16 @@ OS_DISK = "/dev/sda"
 # What the emulated storage does under software emulation (VM-NODES.md: fio 4k random reads at
 # 8-10k IOPS); the bar proves the gate judges real fio output, not that QEMU is fast.
 # fio reads then writes for fio_runtime_s each: 60 s each put two minutes of every pass, in
-# which nothing but the bar is learnt, on the CI's two shared cores.
-STORAGE_THRESHOLDS = {"min_read_mbps": 5, "min_write_mbps": 5, "fio_runtime_s": 15}
+# which nothing but the bar is learnt, on the CI's two shared cores. One I/O in flight: QEMU 7.2's
+# emulated NVMe lost queued commands under fio's default 32 (I/O timeouts, aborts, resets, fio
+# never finishing; seen in CI with both interrupt kinds), and the tier proves the gate reads
+# real fio output, not that the emulated drive queues well.
+STORAGE_THRESHOLDS = {
+    "min_read_mbps": 5,
+    "min_write_mbps": 5,
+    "fio_runtime_s": 10,
+    "fio_iodepth": 1,
+}
 
 
 def vm_sku(drive_count: int = 1) -> Sku:

@@ -59,6 +59,7 @@ def test_a_profile_may_set_only_the_thresholds_a_row_declares():
         "min_read_mbps": 100,
         "min_write_mbps": 3000,
         "fio_runtime_s": 60,
+        "fio_iodepth": 32,
     }
 
 

@@ -225,17 +225,19 @@ def test_profile_thresholds_override_defaults():
         "min_read_mbps": 6000,
         "min_write_mbps": 3000,
         "fio_runtime_s": 60,
+        "fio_iodepth": 32,
     }
 
 
 def test_the_profile_sets_how_long_fio_runs():
     """The profile's fio_runtime_s reaches the agent's fio command, and the wait allows for it."""
     assert STORAGE.runs is not None
-    (tool,) = STORAGE.runs(None, STORAGE.thresholds_with({"fio_runtime_s": 15}))
-    assert (tool["runtime_s"], tool["duration_s"]) == (15, 30)
+    (tool,) = STORAGE.runs(None, STORAGE.thresholds_with({"fio_runtime_s": 15, "fio_iodepth": 1}))
+    assert (tool["runtime_s"], tool["iodepth"], tool["duration_s"]) == (15, 1, 30)
     (tool,) = STORAGE.runs(None, STORAGE.thresholds_with(None))
-    assert (tool["runtime_s"], tool["duration_s"]) == (60, 120)
-    assert "--runtime=15" in fio_command([("/dev/nvme0n1", True)], tool["runtime_s"] // 4)
+    assert (tool["runtime_s"], tool["iodepth"], tool["duration_s"]) == (60, 32, 120)
+    command = fio_command([("/dev/nvme0n1", True)], 15, 1)
+    assert "--runtime=15" in command and "--iodepth=1" in command
 
 
 def test_gpu_health_reads_nvswitch_and_pcie_faults_from_the_same_kernel_log():
