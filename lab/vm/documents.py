@@ -18,10 +18,12 @@ OS_DISK = "/dev/sda"
 # emulated NVMe lost queued commands under fio's default 32 (I/O timeouts, aborts, resets, fio
 # never finishing; seen in CI with both interrupt kinds), and the tier proves the gate reads
 # real fio output, not that the emulated drive queues well.
+# Two seconds each way keeps the emulated drive's exposure small; the bar is low enough that one
+# stalled I/O, aborted and retried after the controller reset, still passes it.
 STORAGE_THRESHOLDS = {
-    "min_read_mbps": 5,
-    "min_write_mbps": 5,
-    "fio_runtime_s": 10,
+    "min_read_mbps": 0.5,
+    "min_write_mbps": 0.5,
+    "fio_runtime_s": 2,
     "fio_iodepth": 1,
 }
 
