@@ -27,27 +27,14 @@ def parse(text: str) -> ParseResult:
     version = str(data.get("fio version", "")).removeprefix("fio-") or None
     result = ParseResult(TOOL, version=version)
     per_job = []
-    devices: dict[str, dict[str, float]] = {}
     for job in jobs:
         if not isinstance(job, dict) or "read" not in job or "write" not in job:
             return failed(TOOL, "fio job without read/write sections")
-        entry = _job(job)
-        per_job.append(entry)
-        device = devices.setdefault(entry["device"], {"read_mbps": 0.0, "write_mbps": 0.0})
-        device["read_mbps"] += entry["read_mbps"]
-        device["write_mbps"] += entry["write_mbps"]
-        if entry["error"]:
-            result.findings.append(_job_error(entry))
-    result.metrics = {
-        "jobs": per_job,
-        "devices": devices,
-        "read_mbps": round(sum(j["read_mbps"] for j in per_job), 1),
-        "write_mbps": round(sum(j["write_mbps"] for j in per_job), 1),
-        "disk_util": {
-            d.get("name"): d.get("util") for d in data.get("disk_util") or [] if isinstance(d, dict)
-        },
+        per_job.append(_job(job))
+    disk_util = {
+        d.get("name"): d.get("util") for d in data.get("disk_util") or [] if isinstance(d, dict)
     }
-    return result
+    return _summed(result, per_job, disk_util)
 
 
 def _from_text(text: str) -> ParseResult:
@@ -58,11 +45,20 @@ def _from_text(text: str) -> ParseResult:
     jobs, disks, version = read
     result = ParseResult(TOOL, version=version)
     device = disks[0] if len(disks) == 1 else ""
-    devices: dict[str, dict[str, float]] = {}
     for job in jobs:
         job["device"] = device or job["name"]
         job["rw"] = _direction(job)
         job["bs"] = ""
+    return _summed(result, jobs, {})
+
+
+def _summed(result: ParseResult, jobs: list[dict], disk_util: dict) -> ParseResult:
+    """The jobs' throughput per device and in all, and a finding per job that erred.
+
+    One place for both of fio's output formats, so JSON and text are judged alike.
+    """
+    devices: dict[str, dict[str, float]] = {}
+    for job in jobs:
         totals = devices.setdefault(job["device"], {"read_mbps": 0.0, "write_mbps": 0.0})
         totals["read_mbps"] += job["read_mbps"]
         totals["write_mbps"] += job["write_mbps"]
@@ -73,7 +69,7 @@ def _from_text(text: str) -> ParseResult:
         "devices": devices,
         "read_mbps": round(sum(j["read_mbps"] for j in jobs), 1),
         "write_mbps": round(sum(j["write_mbps"] for j in jobs), 1),
-        "disk_util": {},
+        "disk_util": disk_util,
     }
     return result
 
