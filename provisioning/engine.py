@@ -97,7 +97,7 @@ def advance(run_id: int, step: int) -> None:
         if record is None:
             finish_run(run)
             return
-        if not take_one_look(run, record):
+        if not take_one_look(run, record, command_fresh=True):
             return
     hand_over(run, timezone.now())
 
@@ -121,16 +121,24 @@ def next_record(run: Run) -> PhaseRecord | None:
     record = NEXT_RECORD.first(run.pk)
     if record is not None:
         record.run = run
-        # The command the phase waits on was read in the same query: fresh for this look.
-        record.command_read_with_record = True
     return record
 
 
-def take_one_look(run: Run, record: PhaseRecord) -> bool:
-    """Run one look of a phase; True when it finished and the next phase may start now."""
+def take_one_look(run: Run, record: PhaseRecord, *, command_fresh: bool = False) -> bool:
+    """Run one look of a phase; True when it finished and the next phase may start now.
+
+    `command_fresh`: the record's agent command was read in the same query as the record, at
+    this look's start (next_record does), so the phase need not read it again.
+    """
     if record.status in (PhaseStatus.PENDING, PhaseStatus.FAILED):
         start_phase(run, record)
-    ctx = PhaseContext(run=run, node=run.node, record=record, manifest=run.manifest.spec)
+    ctx = PhaseContext(
+        run=run,
+        node=run.node,
+        record=record,
+        manifest=run.manifest.spec,
+        command_fresh=command_fresh,
+    )
     try:
         outcome = phase_for(record.phase).execute(ctx)
     except Exception as exc:  # noqa: BLE001

@@ -82,9 +82,6 @@ class Run(models.Model):
 class PhaseRecord(models.Model):
     """One phase of one run: written before it applies anything, updated as it goes."""
 
-    # True when the engine read `command` in the same query as the record, at this look's start.
-    command_read_with_record = False
-
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="phases")
     phase = models.CharField(max_length=40)
     order = models.PositiveSmallIntegerField()

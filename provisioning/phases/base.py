@@ -72,6 +72,8 @@ class PhaseContext:
     node: Node
     record: PhaseRecord
     manifest: dict[str, Any]
+    # The record's agent command was read with it at this look's start: no second read needed.
+    command_fresh: bool = False
     _bmc: RedfishClient | None = field(default=None, repr=False)
     _bmc_lease: ExitStack = field(default_factory=ExitStack, repr=False)
     # Lookups a phase makes more than once in one look (a gate's thresholds), kept for the look.

@@ -56,7 +56,7 @@ def command_outcome(ctx: PhaseContext) -> AgentCommand | Outcome:
     command = ctx.record.command
     if command is None:
         return Failure("the phase lost track of its agent command")
-    if not ctx.record.command_read_with_record:
+    if not ctx.command_fresh:
         command.refresh_from_db()
     waiting = (CommandStatus.QUEUED, CommandStatus.SENT)
     if command.status in waiting and ctx.stage_elapsed() > SILENCE_S:
