@@ -15,6 +15,7 @@ from agent import protocol
 from provisioning.choices import CommandStatus, Stage
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Done, Failure, Outcome, Skipped, Wait
+from provisioning.phase_state import GpuResets
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
 
@@ -103,7 +104,7 @@ class GatePhase(Phase):
         thresholds = profile_thresholds(ctx, gate.name)
         if ctx.record.stage == Stage.RESETTING:
             if command.status == CommandStatus.FAILED:
-                parts = ", ".join(ctx.record.compared.get("gpus_reset") or []) or "GPU"
+                parts = ", ".join(GpuResets.of(ctx.record.compared).parts) or "GPU"
                 return Failure(
                     f"{gate.name}: the GPU reset failed: {command.output[-300:]}",
                     component=parts,
@@ -113,7 +114,7 @@ class GatePhase(Phase):
             return self.send_tools(ctx, thresholds)
         outputs = (command.result or {}).get("outputs") or {}
         verdict = judge(gate, ctx, outputs, thresholds)
-        already = list(ctx.record.compared.get("gpus_reset") or [])
+        already = list(GpuResets.of(ctx.record.compared).parts)
         if verdict.verdict == Verdict.PASS:
             to_reset = [p for p in verdict.reset_required if p not in already and gpu_index(p) >= 0]
             if to_reset:
@@ -144,7 +145,7 @@ class GatePhase(Phase):
         A recurrence after the reset is a fault the XID parser calls critical, so the rerun
         fails the part; the same single XID in the kernel log is then the one already cleared.
         """
-        ctx.record.compared = {**ctx.record.compared, "gpus_reset": reset}
+        ctx.record.compared = GpuResets(tuple(reset)).into(ctx.record.compared)
         ctx.record.save(update_fields=["compared"])
         return send_command(
             ctx, protocol.RESET_GPUS, {"gpus": [gpu_index(p) for p in now]}, Stage.RESETTING

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from agent import protocol
@@ -17,6 +16,7 @@ from fleet.models import Component
 from provisioning.choices import Stage
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Done, Failure, Outcome, Wait
+from provisioning.phase_state import SoakState
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
 from provisioning.progress import soak as soak_progress
@@ -28,34 +28,6 @@ from .run_facts import gate_info, profile_thresholds
 from .soak import judge_soak
 
 CHUNKS = 6
-
-
-@dataclass(frozen=True)
-class SoakState:
-    """How far a soak has come: kept in its record's `compared` under these keys.
-
-    provisioning.progress reads soaked_s and wanted_s from there for the bars and the panel.
-    """
-
-    soaked_s: int = 0
-    # Where the chunk now under way ends; None between chunks.
-    chunk_end_s: int | None = None
-    wanted_s: int = 0
-
-    @classmethod
-    def of(cls, compared: dict[str, Any]) -> SoakState:
-        """Read the state a record keeps (an empty one before the first chunk)."""
-        end = compared.get("chunk_end_s")
-        return cls(
-            soaked_s=int(compared.get("soaked_s", 0)),
-            chunk_end_s=None if end is None else int(end),
-            wanted_s=int(compared.get("wanted_s", 0)),
-        )
-
-    def as_compared(self) -> dict[str, Any]:
-        """The state as the record keeps it."""
-        kept = {"soaked_s": self.soaked_s, "wanted_s": self.wanted_s}
-        return kept if self.chunk_end_s is None else {**kept, "chunk_end_s": self.chunk_end_s}
 
 
 def bus_ids(node, samples: list[dict[str, Any]]) -> dict[str, dict]:

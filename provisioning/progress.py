@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .phase_state import FirmwarePush, SoakState
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -39,9 +41,10 @@ def soak(soaked_s: float, wanted_s: float) -> Progress:
 
 def of_phase(compared: dict[str, Any] | None) -> Progress | None:
     """The progress a phase record's `compared` carries, if its phase reports any."""
-    compared = compared or {}
-    if "soaked_s" in compared and compared.get("wanted_s"):
-        return soak(float(compared["soaked_s"]), float(compared["wanted_s"]))
-    if compared.get("task_percent") is not None:
-        return Progress(float(compared["task_percent"]), 100.0, "%")
+    soaked = SoakState.of(compared)
+    if soaked.wanted_s:
+        return soak(soaked.soaked_s, soaked.wanted_s)
+    percent = FirmwarePush.of(compared).task_percent
+    if percent is not None:
+        return Progress(float(percent), 100.0, "%")
     return None

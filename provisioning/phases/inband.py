@@ -16,6 +16,7 @@ from ..choices import CertificateResult, CommandStatus, RunKind, Stage
 from ..inventory import record_inband
 from ..models import AgentCommand
 from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
+from ..phase_state import FlashedDevices
 from ..wipes import erase_finished
 from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, ensure_ephemeral
@@ -147,9 +148,10 @@ class InbandFirmware(Phase):
             device = result.get("failed_device") or self.kind
             tail = command.output.strip().splitlines()[-1:] or ["no output"]
             return Failure(f"{device}: firmware update failed: {tail[0]}", component=device)
-        ctx.record.compared = {**ctx.record.compared, "flashed": result.get("flashed", [])}
+        flashed = FlashedDevices.from_agent(result.get("flashed") or [])
+        ctx.record.compared = flashed.into(ctx.record.compared)
         ctx.record.save(update_fields=["compared"])
-        if not result.get("flashed"):
+        if not flashed.flashed:
             return Skipped(ctx.record.compared)
         if result.get("needs_power_cycle"):
             ctx.set_stage(Stage.POWER_CYCLE, boot_id_before=command.session.boot_id)
@@ -178,10 +180,7 @@ class InbandFirmware(Phase):
                 component=behind[0].component,
             )
         Node.objects.filter(pk=ctx.node.pk).update(attention="")
-        changes = [
-            {"component": f["device"], "from": f["from"], "to": f["to"]}
-            for f in ctx.record.compared.get("flashed", [])
-        ]
+        changes = [f.as_change() for f in FlashedDevices.of(ctx.record.compared).flashed]
         return Done(changes=changes, compared=ctx.record.compared)
 
 

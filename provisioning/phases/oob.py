@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from ..choices import ACTIVE_RUN_STATUSES, Stage
 from ..inventory import record_oob
 from ..models import PhaseRecord
 from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
+from ..phase_state import FirmwarePush, PowerOnRequests
 from ..redfish import PowerAction, PowerState, TaskState
 from ..redfish.errors import ActionNotSupported, ResourceMissing
 from ..redfish.versions import normalize_version
@@ -102,14 +104,14 @@ class PowerOn(Phase):
         if power == PowerState.POWERING_ON:
             return Wait(10, "powering on")
         if ctx.stage_elapsed() > 60:
-            tries = int(ctx.record.compared.get("power_on_requests", 1))
+            tries = PowerOnRequests.of(ctx.record.compared).sent
             if tries >= POWER_ON_RETRIES:
                 return Failure(
                     f"the BMC accepted {tries} power-on requests and the node stayed off",
                     component="bmc",
                 )
             # Some iDRAC firmware answers 204 to the first power-on and ignores it.
-            ctx.record.compared = {"power_on_requests": tries + 1}
+            ctx.record.compared = PowerOnRequests(tries + 1).into(None)
             ctx.set_stage(Stage.RAMPING, compared=ctx.record.compared)
             bmc.reset(PowerAction.ON)
         return Wait(10, f"powering on (the BMC reports {power})")
@@ -233,12 +235,9 @@ class OobFirmware(Phase):
         # at the next reset: if the worker dies (or the answer is lost) between the BMC accepting
         # the update and the receipt being saved below, the next look finds that task in
         # resume_push and follows it, instead of flashing the component a second time.
-        compared = {**compared, "from": items[0].version}
-        ctx.set_stage(
-            Stage.PUSHING,
-            bmc_task="",
-            compared={**compared, "tasks_before": ctx.bmc().task_members()},
-        )
+        compared = FirmwarePush(from_version=items[0].version).into(compared)
+        before = FirmwarePush(items[0].version, tuple(ctx.bmc().task_members()))
+        ctx.set_stage(Stage.PUSHING, bmc_task="", compared=before.into(compared))
         try:
             staged = ctx.bmc().update_firmware(image_uri=target["url"], targets=[items[0].odata_id])
         except ActionNotSupported:
@@ -259,12 +258,13 @@ class OobFirmware(Phase):
         that push's: follow it. No new task means the BMC never took the request; start again
         (which observes the inventory first, so a component already at the target is skipped).
         """
-        compared = dict(ctx.record.compared)
-        before = set(compared.pop("tasks_before", None) or [])
+        push = FirmwarePush.of(ctx.record.compared)
+        before = set(push.tasks_before or ())
         new = [task for task in ctx.bmc().task_members() if task not in before]
         if not new:
             return self.start(ctx, target)
-        ctx.set_stage(Stage.UPDATING, bmc_task=new[-1], compared=compared)
+        pushed = FirmwarePush(from_version=push.from_version).into(ctx.record.compared)
+        ctx.set_stage(Stage.UPDATING, bmc_task=new[-1], compared=pushed)
         return self.poll(ctx, target)
 
     def poll(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
@@ -274,7 +274,9 @@ class OobFirmware(Phase):
                 percent = f" ({status.percent}%)" if status.percent is not None else ""
                 if status.percent is not None:
                     # Kept for the panel's and the slot's bar (provisioning.progress).
-                    ctx.record.compared = {**ctx.record.compared, "task_percent": status.percent}
+                    push = FirmwarePush.of(ctx.record.compared)
+                    push = replace(push, task_percent=status.percent)
+                    ctx.record.compared = push.into(ctx.record.compared)
                     ctx.record.save(update_fields=["compared"])
                 return Wait(
                     next_task_look_s(ctx.stage_elapsed(), status.percent),
@@ -292,7 +294,7 @@ class OobFirmware(Phase):
         pairs = self.managed(ctx, inventory)
         items = [item for item, _ in pairs]
         record_oob(ctx.node, inventory)
-        before = ctx.record.compared.get("from", "")
+        before = FirmwarePush.of(ctx.record.compared).from_version
         if pairs and all(firmware_targets.at_target(item, wanted) for item, wanted in pairs):
             return Done(
                 changes=[{"component": self.kind, "from": before, "to": target["version"]}],

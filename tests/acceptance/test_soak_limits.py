@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from acceptance.soak_runner import SoakState
 from provisioning.models import PhaseRecord, Run
+from provisioning.phase_state import SoakState
 from provisioning.phases import phase_for
 from provisioning.phases.base import PhaseContext
 
