@@ -154,19 +154,36 @@ def start_beat(env: dict[str, str], schedule: Path, log=None) -> subprocess.Pope
     )  # fmt: skip
 
 
+def start_command(args: list[str], env: dict[str, str], log=None) -> subprocess.Popen:
+    """Start `manage.py <args>` (a lab of simulated BMCs, for one) in a process group of its own."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+
+
 def stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
-    """SIGTERM the child's process group, then SIGKILL if it will not go."""
-    if proc.poll() is not None:
-        return
+    """SIGTERM the child's process group, then SIGKILL what is left of the group.
+
+    Every child here leads a process group of its own (start_new_session): a Ctrl-C in the
+    terminal reaches only the parent, which stops its children in order. Grandchildren (Celery's
+    pool, a lab's servers) may outlive their parent briefly: the group's SIGKILL ends them too.
+    """
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 def kill(proc: subprocess.Popen) -> None:

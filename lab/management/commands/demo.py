@@ -14,8 +14,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import psutil
 from django.conf import settings
@@ -31,11 +33,12 @@ from fleet.lifecycle import RUN_STARTABLE_STATES
 from fleet.models import Node, Rack, Sku
 from fleet.roles import FLEET_ADMIN
 from greenlight.embedded_redis import stop_embedded_redis
-from greenlight.env import WEB_SERVER_ENV
 from provisioning.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
 from provisioning.redfish import RedfishError
 from provisioning.redfish.tls import normalize_fingerprint
 from provisioning.runs import start_runs
+
+from ... import processes
 
 ROOT = Path(settings.BASE_DIR)
 ADMIN_USERNAME = "admin"
@@ -123,72 +126,38 @@ class Command(BaseCommand):
         return password
 
     def _child_env(self) -> dict[str, str]:
-        # One Redis for everyone: children must not each decide for themselves.
-        return {
-            **os.environ,
-            "REDIS_URL": settings.REDIS_URL,
-            # Greenlight's clock runs at the lab's pace, so phase time limits are lab minutes.
-            "GREENLIGHT_TIME_SCALE": str(self.speed),
-            "PYTHONUNBUFFERED": "1",
-        }
+        # One database, Redis and queue for everyone: children must not each decide for
+        # themselves; Greenlight's clock runs at the lab's pace, so phase limits are lab minutes.
+        return processes.child_env(GREENLIGHT_TIME_SCALE=str(self.speed))
 
-    def _spawn(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> Child:
+    def _started(self, name: str, start: Callable[[IO[bytes]], subprocess.Popen]) -> Child:
+        """Start a child through lab.processes with its output appended to its own log."""
         log = self.log_dir / f"{name}.log"
         with open(log, "ab") as out:
-            # start_new_session: the child and its own children form a process group that
-            # Ctrl-C in the terminal does not reach; this command stops it in order instead.
-            proc = subprocess.Popen(
-                cmd,
-                cwd=ROOT,
-                env={**(env or {}), **self._child_env()},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            try:
+                proc = start(out)
+            except RuntimeError as exc:
+                raise CommandError(f"{name}: {exc}; see {_shown(log)}") from None
         child = Child(name, proc, log)
         self.children.append(child)
         self.say(f"Started {name} (pid {proc.pid}), log: {_shown(log)}")
         return child
 
     def _start_all(self, port: int, no_lab: bool) -> None:
-        py = sys.executable
+        env = self._child_env()
         self.url = f"http://127.0.0.1:{port}"
-        self._spawn(
-            "worker",
-            [py, "-m", "celery", "-A", "greenlight", "worker", "-P", "threads", "-c", "16",
-             "-l", "INFO"],
-        )  # fmt: skip
+        self._started(
+            "worker", lambda log: processes.start_worker(env, concurrency=16, name="demo", log=log)
+        )
         schedule = Path(settings.VAR_DIR) / "celerybeat-schedule"
-        self._spawn(
-            "beat",
-            [py, "-m", "celery", "-A", "greenlight", "beat", "-s", str(schedule), "-l", "INFO"],
-        )
-        web = self._spawn(
-            "web",
-            [py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "greenlight.asgi:application"],
-            env=WEB_SERVER_ENV,
-        )
-        self._wait_for_port(web, port)
+        self._started("beat", lambda log: processes.start_beat(env, schedule, log=log))
+        if _port_taken(port):
+            raise CommandError(f"port {port} is in use: stop what holds it, or set PORT")
+        self._started("web", lambda log: processes.start_web(env, port=port, log=log)[0])
         if no_lab:
             self.say("Lab rack: not started (--no-lab)")
         else:
             self._start_lab()
-
-    def _wait_for_port(self, child: Child, port: int, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if child.proc.poll() is not None:
-                raise CommandError(
-                    f"{child.name} exited with {child.proc.returncode} (is port {port} in use? "
-                    f"set PORT); see {child.log}"
-                )
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise CommandError(f"{child.name} did not listen on port {port}; see {child.log}")
 
     def _start_lab(self) -> None:
         """Start a lab rack of simulated BMCs in its own process and enroll it over Redfish."""
@@ -208,12 +177,12 @@ class Command(BaseCommand):
         # The inventory holds the lab BMCs' passwords: it is written mode 0600 under var/.
         inventory = Path(settings.VAR_DIR) / "lab" / "demo-inventory.json"
         inventory.unlink(missing_ok=True)
-        lab = self._spawn(
-            "lab",
-            [sys.executable, "manage.py", "lab", "serve", "--nodes", str(LAB_NODES),
-             "--speed", str(self.speed), "--inventory", str(inventory),
-             "--greenlight", self.url, "--artifact-port", str(ARTIFACT_PORT)],
-        )  # fmt: skip
+        serve = ["lab", "serve", "--nodes", str(LAB_NODES), "--speed", str(self.speed),
+                 "--inventory", str(inventory), "--greenlight", self.url,
+                 "--artifact-port", str(ARTIFACT_PORT)]  # fmt: skip
+        lab = self._started(
+            "lab", lambda log: processes.start_command(serve, self._child_env(), log)
+        )
         deadline = time.monotonic() + 60
         while not inventory.exists() or not inventory.stat().st_size:
             if lab.proc.poll() is not None or time.monotonic() > deadline:
@@ -273,28 +242,14 @@ class Command(BaseCommand):
         # The web server first (no new work), the lab last (runs in flight can still reach it).
         order = {"web": 0, "beat": 1, "worker": 2, "lab": 3}
         for child in sorted(self.children, key=lambda c: order.get(c.name, 9)):
-            _stop_group(child.proc)
+            processes.stop(child.proc)
             self.say(f"Stopped {child.name}")
         self.children = []
 
 
-def _stop_group(proc: subprocess.Popen, timeout: float = 15.0) -> None:
-    """SIGTERM the child's process group, then SIGKILL it if it does not go in time."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
-    # Grandchildren (Celery pool processes, lab servers) may outlive their parent briefly.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+def _port_taken(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _shown(path: Path) -> str:
