@@ -11,6 +11,7 @@ challenge is a replay.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from agent import protocol
@@ -25,6 +26,7 @@ from provisioning.phases.inband import command_outcome, send_command
 
 from .attestation import judge_attestation
 from .choices import Verdict
+from .component_integrity import component_evidence
 from .gates import ATTESTATION
 from .models import TpmBinding
 from .parsers.base import Finding
@@ -131,5 +133,9 @@ class AttestationGate(Phase):
         return self.conclude(ctx, outputs, verdict)
 
     def conclude(self, ctx: PhaseContext, outputs: dict, verdict: GateVerdict) -> Outcome:
+        evidence, findings = component_evidence(ctx.bmc)
+        outputs = {**outputs, "component_integrity": evidence}
+        if findings and verdict.verdict != Verdict.ERROR:
+            verdict = replace(verdict, verdict=Verdict.FAIL, findings=verdict.findings + findings)
         store(ctx, GATE, outputs, verdict)
         return outcome_of(GATE, verdict)

@@ -11,7 +11,8 @@ import re
 from typing import Any, BinaryIO
 from urllib.parse import quote, unquote, urlsplit
 
-from . import bios, errors, firmware, topology
+from . import bios, errors, firmware, integrity, topology
+from .integrity import IntegrityReport
 from .macs import normalize_mac
 from .models import (
     BootOverride,
@@ -388,6 +389,10 @@ class RedfishClient:
     def firmware_entries(self) -> list[FirmwareItem]:
         """Every firmware inventory entry, placed, running or not (backup, staging...)."""
         return firmware.entries(self)
+
+    def component_integrity(self) -> list[IntegrityReport]:
+        """What the BMC measured of the node's parts (SPDM, TPM); empty where it offers none."""
+        return integrity.reports(self)
 
     def task_members(self) -> list[str]:
         """The task monitors the BMC's TaskService lists now (empty if it has none)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,16 +19,39 @@ from acceptance.models import GateResult, TpmBinding
 from agent.hardware import SystemHardware
 from agent.tools import Completed, capture
 from agent.tpm import EVENT_LOG
-from fleet.models import Event
+from fleet.models import Event, Node
 from provisioning.choices import CommandStatus, PhaseStatus, RunStatus
 from provisioning.models import AgentCommand, AgentSession, PhaseRecord, Run
 from provisioning.outcomes import Done, Failure, Wait
 from provisioning.phases.base import PhaseContext
 from provisioning.runs import start_run
 from tests.acceptance.test_tpm_quote import SAMPLES, golden_from, measure_boot
+from tests.redfish.servers import mockup_answers, serve
+from tests.redfish.static import CAPTURES
 from tests.support.swtpm import software_tpm
 
 pytestmark = pytest.mark.django_db
+# DMTF's public rack-mount mockup: its BMC reports SPDM and TPM component integrity.
+DMTF = CAPTURES / "dmtf-public-rackmount1"
+
+
+def behind_bmc(node, folder: Path):
+    """Point the node at a BMC serving `folder` on loopback (plain HTTP, with the reason)."""
+    server = serve(mockup_answers(folder))
+    url = server.__enter__()
+    Node.objects.filter(pk=node.pk).update(
+        bmc_address=url, bmc_plain_http_reason="a capture served on loopback by the test"
+    )
+    node.refresh_from_db()
+    return server
+
+
+@pytest.fixture
+def node(node):
+    """The node's BMC is DMTF's mockup, so the gate records its component integrity."""
+    server = behind_bmc(node, DMTF)
+    yield node
+    server.__exit__(None, None, None)
 
 
 async def node_tools(cmd: list[str], timeout: float = 120.0) -> Completed:
@@ -107,6 +131,17 @@ def test_a_node_attests_and_its_ek_is_bound_on_first_use(node, profile, golden_m
     assert Event.objects.filter(node=node, message__startswith="TPM bound at first").exists()
     result = GateResult.objects.get(node=node, gate=GateName.ATTESTATION)
     assert result.verdict == "pass" and result.metrics["tpm"]["quote_verified"]
+    # Beside the quote: what the BMC measured of the parts over SPDM, and its view of the TPM.
+    reports = {r["id"]: r for r in result.raw_output["component_integrity"]["reports"]}
+    assert sorted(reports) == ["SS-SPDM-0", "SS-SPDM-1", "TPM-0", "USB-Integrity"]
+    spdm = reports["SS-SPDM-0"]
+    assert spdm["protocol"] == "SPDM" and spdm["target"].endswith("/AC-RoT0")
+    assert [(m["index"], m["kind"]) for m in spdm["measurements"]][:2] == [
+        (1, ""),
+        (3, "ImmutableROM"),
+    ]
+    assert reports["TPM-0"]["verification"] == "Success"
+    assert {m["index"] for m in reports["TPM-0"]["measurements"]} == {1, 3}
 
 
 def test_another_tpm_in_a_bound_node_fails(node, profile, golden_manifest, tmp_path):
@@ -158,3 +193,33 @@ def test_an_answer_to_an_earlier_challenge_is_a_replay(node, profile, golden_man
     result = GateResult.objects.get(run=second.run, gate=GateName.ATTESTATION)
     assert result.verdict == "fail"
     assert result.findings[0]["code"] in {"ak_changed", "ak_not_bound", "nonce"}
+
+
+def test_a_part_whose_identity_the_bmc_could_not_verify_fails_the_gate_by_name(
+    node, profile, golden_manifest, tmp_path
+):
+    # A BMC's failed SPDM/TPM identity check cannot be caused here: DMTF's mockup, that one
+    # field changed, stands for it.
+    folder = tmp_path / "bmc"
+    shutil.copytree(DMTF, folder)
+    tpm_report = folder / "ComponentIntegrity" / "TPM-0" / "index.json"
+    body = json.loads(tpm_report.read_text())
+    body["TPM"]["IdentityAuthentication"]["VerificationStatus"] = "Failed"
+    tpm_report.write_text(json.dumps(body))
+    server = behind_bmc(node, folder)
+    try:
+        with software_tpm(tmp_path) as tpm:
+            measure_boot(tpm, "event-bootorder")
+            hw = hardware(tmp_path / "node", tpm.tcti, "event-bootorder")
+            ctx = gate_ctx(node, golden_manifest)
+            outcome, _ = attest(ctx, hw, golden_manifest)
+    finally:
+        server.__exit__(None, None, None)
+    assert isinstance(outcome, Failure)
+    assert "TPM: the BMC could not verify its TPM identity (ComponentIntegrity TPM-0" in (
+        outcome.reason
+    )
+    assert outcome.component == "TPM"
+    result = GateResult.objects.get(node=node, gate=GateName.ATTESTATION)
+    assert result.verdict == "fail"
+    assert [f["code"] for f in result.findings] == ["component_identity"]
