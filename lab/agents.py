@@ -48,6 +48,9 @@ SIGNING_KEY = "lab-signing-key-1"
 ERASE_SECONDS = 20.0
 INSTALL_SECONDS = 240.0
 AGENT_GONE_SECONDS = 60.0
+# A network boot's fetch of its iPXE script: tries, and lab seconds between them.
+IPXE_ATTEMPTS = 10
+IPXE_RETRY_S = 10.0
 GPU_RESET_SECONDS = 15.0
 MARGINAL_S = 1800
 
@@ -292,16 +295,26 @@ class LabAgents:
         a real node's firmware fetches it by MAC), the install record's for the installed OS."""
         if environment == "host_os":
             return str(self.states[node.serial].install_record.get("host_credential", ""))
-        try:
-            answer = await http.get(
-                f"{self.greenlight_url}/boot/v1/ipxe", params={"mac": node.macs[0]}
-            )
-        except httpx.HTTPError as exc:
-            logger.warning("%s: no iPXE script (%s)", node.serial, exc)
-            return ""
-        if answer.status_code != 200:
-            return ""
-        return boot_args.parse(answer.text.replace("\n", " ")).credential
+        # Firmware retries a network boot whose server did not answer (iPXE's own retries, then
+        # the boot order again): hundreds of nodes powering on together can time a fetch out.
+        # A 4xx is an answer: no script for this MAC (a node booted from virtual media).
+        for attempt in range(1, IPXE_ATTEMPTS + 1):
+            try:
+                answer = await http.get(
+                    f"{self.greenlight_url}/boot/v1/ipxe", params={"mac": node.macs[0]}
+                )
+            except httpx.HTTPError as exc:
+                why = f"{type(exc).__name__}: {exc}"
+            else:
+                if answer.status_code == 200:
+                    return boot_args.parse(answer.text.replace("\n", " ")).credential
+                if answer.status_code < 500:
+                    return ""
+                why = f"HTTP {answer.status_code}"
+            if attempt < IPXE_ATTEMPTS:
+                await asyncio.sleep(self.hall.clock.real_seconds(IPXE_RETRY_S))
+        logger.warning("%s: no iPXE script after %d tries (%s)", node.serial, IPXE_ATTEMPTS, why)
+        return ""
 
     async def _start(self, node: LabNode, environment: str) -> None:
         await self._stop(node)
