@@ -15,6 +15,7 @@ import secrets
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from fleet.models import Node
@@ -133,7 +134,14 @@ def ephemeral_for_mac(mac: str) -> BootCredential | None:
     wanted = normalise_mac(mac)
     if not wanted:
         return None
+    # The database narrows the live credentials to nodes whose MAC list holds the text (in either
+    # separator); Python confirms the exact MAC. Reading every live credential's node instead
+    # cost a fleet-sized read per request: 741 nodes powering on together timed the fetches out.
+    holds = Q(node__mac_addresses__icontains=wanted) | Q(
+        node__mac_addresses__icontains=wanted.replace(":", "-")
+    )
     live = BootCredential.objects.select_related("node", "run__manifest").filter(
+        holds,
         environment=AgentEnvironment.EPHEMERAL,
         revoked_at__isnull=True,
         run__status__in=ACTIVE_RUN_STATUSES,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agent import boot_args
-from provisioning.boot_credentials import ephemeral_credential, secret_of
+from provisioning.boot_credentials import ephemeral_credential, ephemeral_for_mac, secret_of
 from provisioning.boot_path import BootMethod, boot_method
 from tests.factories import make_node
 from tests.support.scenes import make_run
@@ -52,3 +54,21 @@ def test_a_node_without_a_live_run_gets_no_script(live_server, rack, manifest):
 def test_the_boot_method_is_the_manifests(manifest):
     assert boot_method({}) == BootMethod.PXE
     assert boot_method({"ephemeral": {"boot": "virtual_media"}}) == BootMethod.VIRTUAL_MEDIA
+
+
+def test_the_database_finds_the_node_by_its_mac_in_any_spelling(rack, manifest):
+    # The lookup must not read every live credential's node: at fleet scale that read, per
+    # request, timed out the power-on burst's fetches.
+    nodes = [make_node(rack=rack) for _ in range(5)]
+    shouting = nodes[2]
+    mac = shouting.mac_addresses[0]
+    shouting.mac_addresses = [m.upper().replace(":", "-") for m in shouting.mac_addresses]
+    shouting.save(update_fields=["mac_addresses"])
+    wanted = {}
+    for node in nodes:
+        wanted[node.pk] = ephemeral_credential(make_run(node, phases_done=2)).pk
+    with CaptureQueriesContext(connection) as queries:
+        found = ephemeral_for_mac(mac.upper())
+    assert found is not None and found.pk == wanted[shouting.pk]
+    assert len(queries) == 1
+    assert mac.replace(":", "-") in queries[0]["sql"].lower()
