@@ -108,3 +108,34 @@ def test_each_move_is_a_button_that_says_why_and_what_next(
     said("provision run")
     assert db_thread(_state, node.pk) == S.PROVISIONING
     panel(node, "started")
+
+
+def _in_service_scene():
+    rack = factories.make_rack("R10")
+    factories.make_profile()
+    return rack, *scenes.build_rack(rack, {S.IN_SERVICE: 2})
+
+
+def test_day_two_buttons_report_a_node_suspect_and_burn_one_in(
+    open_as, server, db_thread, alice, tmp_path
+):
+    rack, suspect, spare = db_thread(_in_service_scene)
+    page = open_as(alice, f"/racks/{rack.pk}/?node={suspect.pk}")
+    expect(page.locator(f"#node-panel-{suspect.pk}")).to_be_visible(timeout=TIMEOUT)
+    page.click("#move-suspect-btn")
+    page.fill(f"#move-suspect-reason-{suspect.pk}", "Slurm health check: GPU 2 fell off the bus")
+    page.screenshot(path=tmp_path / "suspect-dialog.png")
+    page.click("#move-suspect-confirm")
+    expect(page.locator(".messages")).to_contain_text("suspect run", timeout=TIMEOUT)
+    run = db_thread(lambda: Run.objects.filter(node_id=suspect.pk).latest("pk"))
+    assert run.kind == "suspect"
+    assert db_thread(_state, suspect.pk) == S.RELEASING
+
+    page.goto(f"{server.url}/racks/{rack.pk}/?node={spare.pk}")
+    expect(page.locator(f"#node-panel-{spare.pk}")).to_be_visible(timeout=TIMEOUT)
+    page.click("#move-burn-in-btn")
+    expect(page.locator(".messages")).to_contain_text("burn-in run", timeout=TIMEOUT)
+    page.screenshot(path=tmp_path / "burn-in.png", full_page=True)
+    run = db_thread(lambda: Run.objects.filter(node_id=spare.pk).latest("pk"))
+    assert run.kind == "burn_in"
+    assert db_thread(_state, spare.pk) == S.RELEASING
