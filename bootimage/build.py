@@ -26,6 +26,13 @@ AGENT = HERE.parent / "agent"
 MANIFEST = "manifest.json"
 
 
+# The installed OS's GRUB measures what it loads into the TPM (kernel and initramfs into PCR 9,
+# its commands into PCR 8), so the attestation gate can judge them; on a node without a TPM it
+# measures nothing and boots the same. Not the ephemeral medium: its kernel command line carries
+# the node's boot credential, which would then stand in the TPM's event log.
+MEASURED_BOOT = "insmod tpm\n"
+
+
 @dataclass(frozen=True)
 class Recipe:
     """Everything a build depends on; its key names the result."""
@@ -131,7 +138,7 @@ def build(recipe: Recipe, out: Path, cache: Path | None = None, log=None) -> Bui
         names = ["vmlinuz", "initrd", "ephemeral.iso"]
         if recipe.host_os_url:
             args = f"{fixed}greenlight.environment=host_os greenlight.url={recipe.host_os_url}"
-            _make_iso(out, Path(work) / "iso-os", args, out / "os.img", log)
+            _make_iso(out, Path(work) / "iso-os", args, out / "os.img", log, MEASURED_BOOT)
             names.append("os.img")
         else:
             (out / "os.img").unlink(missing_ok=True)
@@ -178,11 +185,11 @@ def _overlay_tree(recipe: Recipe, root: Path) -> Path:
     return root
 
 
-def _make_iso(out: Path, tree: Path, kernel_args: str, iso: Path, log) -> None:
+def _make_iso(out: Path, tree: Path, kernel_args: str, iso: Path, log, preamble: str = "") -> None:
     """A hybrid ISO (BIOS and UEFI; CD or raw disk) booting our kernel and initrd."""
     (tree / "boot/grub").mkdir(parents=True)
     (tree / "boot/grub/grub.cfg").write_text(
-        (FILES / "grub.cfg").read_text().replace(MARKER, kernel_args)
+        preamble + (FILES / "grub.cfg").read_text().replace(MARKER, kernel_args)
     )
     for name in ("vmlinuz", "initrd"):
         (tree / "boot" / name).hardlink_to(out / name)
@@ -197,6 +204,23 @@ def _make_iso(out: Path, tree: Path, kernel_args: str, iso: Path, log) -> None:
     if result.returncode:
         raise BuildError(f"grub-mkrescue failed with {result.returncode} (see the build log)")
     iso.chmod(stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+
+
+def add_file(out: Path, name: str, source: Path) -> dict:
+    """Put `source` beside a build in `out` as `name`, listed in its manifest (so served).
+
+    For a second OS image a site (or the VM tier) publishes beside the built one; returns its
+    manifest entry (sha256, size).
+    """
+    if "/" in name or name.startswith(".") or name == MANIFEST:
+        raise BuildError(f"{name!r} is not a plain file name")
+    path = out / MANIFEST
+    manifest = json.loads(path.read_text())
+    shutil.copy(source, out / name)
+    entry = _file_entry(out / name)
+    manifest["files"][name] = entry
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return entry
 
 
 def _concat(parts: list[Path], target: Path) -> None:

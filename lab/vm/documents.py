@@ -45,7 +45,7 @@ def vm_sku(drive_count: int = 1) -> Sku:
 
 
 def profile_yaml(version: str) -> str:
-    """Only the storage gate: a VM has no GPU, fabric or TPM quote to judge."""
+    """Only the storage gate: a VM has no GPU or fabric to judge."""
     document = {
         "sku": SKU_NAME,
         "version": version,
@@ -53,6 +53,20 @@ def profile_yaml(version: str) -> str:
         "gates": [{"gate": "storage", "thresholds": STORAGE_THRESHOLDS}],
     }
     return yaml.safe_dump(document, sort_keys=False)
+
+
+def attestation_profile_yaml(version: str) -> str:
+    """The attestation gate alone, a TPM required: the tier's measured-boot scenarios."""
+    document = {
+        "sku": SKU_NAME,
+        "version": version,
+        "description": "VM tier: a TPM 2.0 quote over the measured boot, a TPM required",
+        "gates": [{"gate": "attestation", "thresholds": {"require_tpm": 1}}],
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+PROFILES = {"storage": profile_yaml, "attestation": attestation_profile_yaml}
 
 
 def manifest_yaml(
@@ -75,16 +89,18 @@ def manifest_yaml(
     return yaml.safe_dump(document, sort_keys=False)
 
 
-def publish_vm_documents(*, iso: dict[str, str], os_image: dict[str, str]) -> Manifest:
+def publish_vm_documents(
+    *, iso: dict[str, str], os_image: dict[str, str], profile: str = "storage"
+) -> Manifest:
     """The VM SKU's profile and manifest, published (reused when unchanged); returns the manifest.
 
     `iso` is {url, sha256}, `os_image` {url, sha256, signature}: the ISO's URL as Greenlight (on the host) fetches it,
     the OS image's as the node's agent (in the guest) does.
     """
     sku = vm_sku()
-    profile = publish(AcceptanceProfile, sku, profile_yaml)
+    published = publish(AcceptanceProfile, sku, PROFILES[profile])
     return publish(
         Manifest,
         sku,
-        lambda v: manifest_yaml(v, iso=iso, os_image=os_image, profile=profile.version),
+        lambda v: manifest_yaml(v, iso=iso, os_image=os_image, profile=published.version),
     )

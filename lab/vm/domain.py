@@ -24,6 +24,9 @@ class VmSpec:
     # disk, fio's minute of direct writes stalled the guest's NVMe past its 30 s I/O timeout
     # (seen: aborts, a controller reset, a read job at 0.3 MB/s).
     drive_dir: Path | None = None
+    # A TPM 2.0 (swtpm, which libvirt runs): OVMF measures the boot into it, as a server's
+    # firmware measures into its discrete or firmware TPM.
+    tpm: bool = False
 
     @property
     def name(self) -> str:
@@ -70,8 +73,10 @@ class VmSpec:
 
 
 def domain_xml(spec: VmSpec, *, kvm: bool) -> str:
-    """The libvirt domain: UEFI q35, 1 vCPU, two user-mode NICs, a SATA disk, an NVMe, a serial log."""
+    """The libvirt domain: UEFI q35, 1 vCPU, two user-mode NICs, a SATA disk, an NVMe, a serial
+    log, and a TPM 2.0 where the spec has one."""
     q = quoteattr
+    tpm = "<tpm model='tpm-crb'><backend type='emulator' version='2.0'/></tpm>" if spec.tpm else ""
     first, second = spec.macs
     # libvirt 9.0 has no NVMe disk type: QEMU's own arguments add it, at a fixed free PCI address
     # (without one it collides with the VGA device and the domain does not start).
@@ -121,6 +126,7 @@ def domain_xml(spec: VmSpec, *, kvm: bool) -> str:
       <source path={q(str(spec.console_log))} append='on'/>
       <target port='0'/>
     </serial>
+    {tpm}
   </devices>
   <qemu:commandline>
     <qemu:arg value='-drive'/>

@@ -53,6 +53,9 @@ class VmLabConfig:
     concurrency: int = 4
     # Where the boot image is built and kept (default: WORKDIR/image); tests share one cache.
     image_dir: Path | None = None
+    # Which VMs have a TPM 2.0 (by position); the acceptance profile (documents.PROFILES).
+    tpm: tuple[bool, ...] = ()
+    profile: str = "storage"
 
 
 class VmLabRun:
@@ -105,7 +108,7 @@ class VmLabRun:
 
         started = time.monotonic()
         kvm = kvm_works(self.image.path("vmlinuz"))
-        self.tier = VmTier(self.workdir / "tier", c.nodes, kvm=kvm)
+        self.tier = VmTier(self.workdir / "tier", c.nodes, kvm=kvm, tpm=c.tpm)
         self.tier.up()
         self.timings["tier_up_s"] = round(time.monotonic() - started, 1)
         self.timings["kvm"] = kvm
@@ -153,6 +156,7 @@ class VmLabRun:
                 "sha256": files["os.img"]["sha256"],
                 "signature": signing.sign(self.image.path("os.img")),
             },
+            profile=c.profile,
         )
         self.nodes = self._enroll()
 

@@ -43,6 +43,8 @@ class VmTier:
     workdir: Path
     count: int
     kvm: bool = False
+    # Which VMs (by position, from the first) have a TPM 2.0; the rest have none.
+    tpm: tuple[bool, ...] = ()
     nodes: list[VmNode] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -71,7 +73,8 @@ class VmTier:
             libvirt_host.ensure_pool(conn, self.workdir / "pool")
             _remove_domains(conn)
             for index in range(1, self.count + 1):
-                spec = VmSpec(index, self.workdir / "vms", self.drive_dir)
+                tpm = index <= len(self.tpm) and self.tpm[index - 1]
+                spec = VmSpec(index, self.workdir / "vms", self.drive_dir, tpm=tpm)
                 self.nodes.append(VmNode(spec, _define(conn, spec, self.kvm)))
         # Greenlight's Redfish client drives a BMC's first system: one emulator per VM, each
         # serving only its own domain.
@@ -120,7 +123,8 @@ def _remove_domains(conn: libvirt.virConnect) -> None:
             continue
         if domain.isActive():
             domain.destroy()
-        domain.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+        # The TPM's state goes with the domain: each run's VMs are new machines with new EKs.
+        domain.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_NVRAM | libvirt.VIR_DOMAIN_UNDEFINE_TPM)
 
 
 def _memory_dir(workdir: Path) -> Path:

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import ast
+import json
 import stat
 from pathlib import Path
 
 import pytest
 
-from bootimage.build import Recipe, _overlay_tree, base_key, image_key
+from bootimage.build import (
+    MANIFEST,
+    MEASURED_BOOT,
+    Recipe,
+    _make_iso,
+    _overlay_tree,
+    add_file,
+    base_key,
+    image_key,
+)
 from bootimage.debian import BuildError, _deb822_fields, debian_source
 
 KERNEL = ("linux-image-6.1.0-56-amd64", "6.1.192-2")
@@ -96,6 +106,32 @@ def test_each_build_adds_init_the_ca_the_agent_and_the_trusted_keys(tmp_path):
     init = (root / "init").read_text()
     assert "cd /opt/greenlight" in init and "python3 -m agent" in init
     assert "modprobe t10-pi" in init  # before nvme, or there is no /dev/nvme0
+
+
+def test_the_installed_os_grub_measures_what_it_loads_and_the_medium_says_nothing(tmp_path):
+    # No ISO is made (its folder does not exist): the grub.cfg each tree gets is the test.
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("vmlinuz", "initrd"):
+        (out / name).write_bytes(b"x")
+    for tree, preamble in ((tmp_path / "os", MEASURED_BOOT), (tmp_path / "medium", "")):
+        with pytest.raises((BuildError, FileNotFoundError, OSError)):
+            _make_iso(out, tree, "a=b", tmp_path / "none" / "x.iso", None, preamble)
+    assert (tmp_path / "os/boot/grub/grub.cfg").read_text().startswith("insmod tpm\n")
+    assert "insmod tpm" not in (tmp_path / "medium/boot/grub/grub.cfg").read_text()
+
+
+def test_a_file_added_beside_a_build_is_listed_with_its_digest(tmp_path):
+    (tmp_path / MANIFEST).write_text('{"files": {"os.img": {"sha256": "00", "size": 1}}}')
+    extra = tmp_path / "variant.img"
+    extra.write_bytes(b"changed")
+    entry = add_file(tmp_path, "os-variant.img", extra)
+    assert entry["size"] == 7 and len(entry["sha256"]) == 64
+    listed = json.loads((tmp_path / MANIFEST).read_text())["files"]
+    assert listed["os-variant.img"] == entry and "os.img" in listed
+    for bad in ("../x", ".hidden", MANIFEST):
+        with pytest.raises(BuildError):
+            add_file(tmp_path, bad, extra)
 
 
 def test_bootimage_stands_alone():
