@@ -14,21 +14,43 @@ never undoes the move, it asks a person to finish the job by hand.
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.db import transaction
+from kombu.exceptions import OperationalError
 
+from fleet.choices import EventKind
+from fleet.events import record as record_event
 from fleet.models import Node
 
 from .scheduler_calls import CORDON, RESUME, tell_scheduler_task
 
 __all__ = ["CORDON", "RESUME", "admitted", "pulled_from_service"]
 
+logger = logging.getLogger(__name__)
+
+
+def _send(node: Node, verb: str, reason: str) -> None:
+    try:
+        tell_scheduler_task.delay(node.pk, verb, reason)
+    except OperationalError as exc:
+        # The broker is down: the move stands (it committed), and no sweep re-sends this call,
+        # so a person is asked to make it.
+        logger.warning("could not send the scheduler %s of %s: %s", verb, node.serial, exc)
+        record_event(
+            node,
+            EventKind.ATTENTION,
+            actor_label="scheduler",
+            message=f"could not ask for the scheduler's {verb} ({exc}); do it by hand",
+            data={"scheduler": settings.GREENLIGHT_SCHEDULER, "action": verb, "error": str(exc)},
+        )
+
 
 def _send_on_commit(node: Node, verb: str, reason: str = "") -> None:
     if not settings.GREENLIGHT_SCHEDULER:
         return  # no scheduler configured: nothing to tell, no task to send
-    node_id = node.pk
-    transaction.on_commit(lambda: tell_scheduler_task.delay(node_id, verb, reason))
+    transaction.on_commit(lambda: _send(node, verb, reason))
 
 
 def pulled_from_service(node: Node, reason: str) -> None:

@@ -22,6 +22,7 @@ from lab.fault_mix import (
 from lab.hall import LabHall
 from lab.management.commands.demo import LAB_NODES, seeded_faults
 from lab.management.commands.lab import parse_faults
+from lab.run import LabRun, LabRunConfig, healthy_ok
 
 HGX = SkuFacts(8, 8, 400, 450, 8)
 SOAK_S = 72 * 3600  # the sample profile's soak_hours
@@ -101,3 +102,22 @@ def test_the_gates_fail_the_seeded_node_at_the_soak_and_name_the_gpu():
             assert "GPU 3" in {f.part for f in soak.findings}
         else:
             assert soak.verdict == Verdict.PASS, (lab_node.index, soak.findings)
+
+
+# A real rack through real processes: minutes on a busy 2-core machine.
+@pytest.mark.timeout(900)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_rack_with_the_demo_plan_fails_only_the_seeded_node_naming_its_gpu(tmp_path):
+    config = LabRunConfig(nodes=6, faults="demo", seed=0, speed=400, timeout_s=600)
+    with LabRun(config, log_dir=tmp_path) as lab:
+        result = lab.run_pass()
+    assert result["finished"], result
+    faulty = [n for n in result["nodes"] if n["hardware_fault"]]
+    healthy = [n for n in result["nodes"] if not n["hardware_fault"]]
+    assert len(faulty) == 1 and len(healthy) == 5
+    (node,) = faulty
+    assert node["final_state"] in ("failed", "quarantined"), node
+    assert node["reason"].startswith(CAUGHT_BY["gpu_xid79"] + ":"), node
+    assert "GPU 3" in node["failed_component"] or "GPU 3" in node["reason"], node
+    for other in healthy:
+        assert healthy_ok(other), other
