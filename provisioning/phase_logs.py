@@ -97,7 +97,7 @@ def _lines(text: str) -> list[str]:
     return parts[:-1] if text.endswith("\n") else parts
 
 
-def _commands(record: PhaseRecord):
+def _commands(record: PhaseRecord) -> QuerySet[AgentCommand]:
     return AgentCommand.objects.filter(run_id=record.run_id, phase=record.phase).order_by(
         "created_at", "pk"
     )
