@@ -252,7 +252,7 @@ class Command(BaseCommand):
         lines += [
             f"  Redis:        {redis}",
             f"  Logs:         {_shown(self.log_dir)}/",
-            *(f"  Seeded fault: {line}" for line in self.seeded),
+            *(f"  Lab fault:    {line}" for line in self.seeded),
             "  Stop:         Ctrl-C",
             "",
         ]
