@@ -13,7 +13,7 @@ from acceptance.parsers import PARSERS
 from fleet.choices import EventKind, NodeState
 from fleet.lifecycle import is_allowed
 from fleet.models import Event, Node
-from provisioning import progress
+from provisioning import phase_logs, progress
 from provisioning.choices import ACTIVE_RUN_STATUSES, PHASE_STATUS_COLORS, PhaseStatus
 from provisioning.eta import Eta, run_eta
 from provisioning.gates import step_name
@@ -46,11 +46,19 @@ class PhaseRow:
     error: str = ""
     wait_reason: str = ""
     progress: Progress | None = None  # a long phase's own, while it runs
+    log_record: int | None = None  # the phase record whose log there is to read
 
 
 def phase_records(run: Run | None) -> list[PhaseRecord]:
-    """The run's phase records in run order (none without a run)."""
-    return list(PhaseRecord.objects.filter(run=run).order_by("order")) if run else []
+    """The run's phase records in run order (none without a run), each knowing if it has a log."""
+    if not run:
+        return []
+    return list(phase_logs.with_relayed(PhaseRecord.objects.filter(run=run)).order_by("order"))
+
+
+def log_of(record: PhaseRecord | None) -> int | None:
+    """The record's id if it has a log to read, for the panel's link."""
+    return record.pk if record is not None and phase_logs.has_log(record) else None
 
 
 def timeline(run: Run | None, loaded: list[PhaseRecord] | None = None) -> list[PhaseRow]:
@@ -74,6 +82,7 @@ def timeline(run: Run | None, loaded: list[PhaseRecord] | None = None) -> list[P
                 error=rec.error if rec else "",
                 wait_reason=rec.wait_reason if rec else "",
                 progress=progress.of_phase(rec.compared) if rec and status in STUCK else None,
+                log_record=log_of(rec),
             )
         )
     return rows
@@ -133,6 +142,7 @@ class GateRow:
     other_metrics: dict
     findings: list[dict]
     progress: Progress | None = None  # the soak's hours, while it runs
+    log_record: int | None = None  # the gate's phase record, if it has a log to read
 
 
 def soak_metrics(metrics: dict) -> dict:
@@ -151,7 +161,8 @@ SOAK_FIELDS = {"ran_s", "wanted_s", "samples", "stopped_at_sample"}
 
 
 def gate_rows(results: list[GateResult], records: list[PhaseRecord] | None = None) -> list[GateRow]:
-    running = {r.phase: r for r in records or [] if r.status in STUCK}
+    by_phase = {r.phase: r for r in records or []}
+    running = {name: r for name, r in by_phase.items() if r.status in STUCK}
     rows = []
     for r in results:
         shown = bars(r.metrics or {}, r.thresholds or {})
@@ -176,6 +187,7 @@ def gate_rows(results: list[GateResult], records: list[PhaseRecord] | None = Non
                 other_metrics=other,
                 findings=[f for f in (r.findings or []) if isinstance(f, dict)],
                 progress=progress.of_phase(record.compared) if record else None,
+                log_record=log_of(by_phase.get(step_name(r.gate))),
             )
         )
     return rows

@@ -21,4 +21,8 @@ urlpatterns = [
     path("nodes/<int:pk>/audit/", views.audit, name="node-audit"),
     path("nodes/<int:pk>/moves/<slug:move>/", views.move, name="node-move"),
     path("nodes/<int:pk>/upload/", views.upload, name="node-upload"),
+    path("phase-records/<int:pk>/log/", views.phase_log, name="phase-log"),
+    path(
+        "phase-records/<int:pk>/log/download/", views.phase_log_download, name="phase-log-download"
+    ),
 ]

@@ -10,7 +10,14 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -22,7 +29,9 @@ from acceptance.uploads import UploadRefused, upload_output
 from fleet.choices import NodeState
 from fleet.models import Event, Node, Rack, Site, Sku
 from provisioning import audit as drift_audit
-from provisioning import moves
+from provisioning import moves, phase_logs
+from provisioning.models import PhaseRecord
+from provisioning.phases import label_of
 
 from . import board, panel
 
@@ -140,6 +149,39 @@ def node_panel(request: HttpRequest, pk: int) -> HttpResponse:
     """The node panel fragment, for the rack page to open and refresh without a reload."""
     node = get_object_or_404(Node.objects.select_related("sku", "rack"), pk=pk)
     return render(request, "fleet/_node_panel.html", {"panel": panel.node_panel(node)})
+
+
+def _phase_record(pk: int) -> PhaseRecord:
+    return get_object_or_404(PhaseRecord.objects.select_related("run__node__rack"), pk=pk)
+
+
+@viewer
+def phase_log(request: HttpRequest, pk: int) -> HttpResponse:
+    """One phase's relayed output, a page at a time (`?page=N` or `?page=last`), redacted."""
+    record = _phase_record(pk)
+    try:
+        page = phase_logs.read_page(record, request.GET.get("page", ""))
+    except phase_logs.NoSuchPage as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    node = record.run.node
+    return render(
+        request,
+        "fleet/phase_log.html",
+        {"page": page, "record": record, "node": node, "label": label_of(record.phase)},
+    )
+
+
+@viewer
+def phase_log_download(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    """The whole of one phase's relayed output as a text file, redacted, streamed chunk by chunk."""
+    record = _phase_record(pk)
+    if not phase_logs.chunks(record):
+        raise Http404("this phase has no log")
+    response = StreamingHttpResponse(
+        phase_logs.stream(record), content_type="text/plain; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{phase_logs.download_name(record)}"'
+    return response
 
 
 class ReasonForm(forms.Form):

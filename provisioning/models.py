@@ -11,6 +11,7 @@ from fleet.models import Manifest, Node
 from .choices import (
     ACTIVE_RUN_STATUSES,
     CERTIFICATE_RESULT_COLORS,
+    PHASE_STATUS_COLORS,
     RUN_STATUS_COLORS,
     WIPE_STATUS_COLORS,
     AgentEnvironment,
@@ -119,6 +120,9 @@ class PhaseRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.phase} of run {self.run_id}: {self.status}"
+
+    def get_status_color(self) -> str:
+        return PHASE_STATUS_COLORS[PhaseStatus(self.status)]
 
     @property
     def duration_s(self) -> float | None:

@@ -7,11 +7,15 @@ from celery.signals import before_task_publish, worker_shutdown
 
 from . import engine
 from .bmc import session_pool
+
+# Declared beside the call it makes; imported here, where Celery's autodiscovery looks for tasks.
+from .scheduler_calls import tell_scheduler_task
 from .scheduling import ADVANCE_RUN_TASK
 from .sweep import queue_lag_s, stamp_sent_at
 from .sweep import sweep as sweep_runs
 
 SWEEP_TASK = "provisioning.tasks.sweep"
+__all__ = ["advance_run", "sweep", "tell_scheduler_task"]
 
 
 @shared_task(name=ADVANCE_RUN_TASK)
