@@ -44,6 +44,21 @@ def state_counts(counter: Counter) -> list[StateCount]:
     ]
 
 
+@dataclass(frozen=True)
+class LegendEntry:
+    state: str
+    label: str
+    color: str
+    icon: str
+
+
+def state_legend() -> list[LegendEntry]:
+    """Every lifecycle state with its colour and icon, in lifecycle order: the pages' legend."""
+    return [
+        LegendEntry(s.value, s.label, NODE_STATE_COLORS[s], NODE_STATE_ICONS[s]) for s in NodeState
+    ]
+
+
 def latest_seq() -> int:
     """The id of the newest event: the sequence number a page is current up to."""
     return Event.objects.order_by("-pk").values_list("pk", flat=True).first() or 0

@@ -23,9 +23,13 @@ from provisioning.phases import PHASES
 from provisioning.progress import Progress
 
 from .charts import Series, line_chart
+from .folding import EventGroup, fold_events
 from .situation import Situation, situation
 
-EVENT_TAIL = 25
+EVENT_TAIL = 25  # lines of the events list, a folded run of identical events being one
+# Events read to fill those lines: enough that a long wait's repeated looks fold into one line
+# and the events before it still show; one query, whatever the number.
+EVENT_WINDOW = 200
 # Phases a person can no longer skip: they are over.
 SETTLED = (PhaseStatus.DONE, PhaseStatus.SKIPPED)
 # Phases a run is held at: the one a skip would skip.
@@ -241,6 +245,8 @@ class Panel:
     gate_problems: list[str]
     last_audit: Event | None
     situation: Situation | None = None
+    # The events list as shown: consecutive identical events folded into one line with a count.
+    event_groups: list[EventGroup] = field(default_factory=list)
     # The moves the node allows now; the template shows those the person holds the permission of.
     moves: list[Move] = field(default_factory=list)
     skippable: list[str] = field(default_factory=list)
@@ -272,7 +278,7 @@ def node_panel(node: Node) -> Panel:
     results = list(GateResult.objects.filter(run=run).order_by("started_at", "pk")) if run else []
     soak = next((r for r in results if r.gate == GateName.BURN_IN), None)
     events = list(
-        Event.objects.filter(node=node).select_related("actor").order_by("-pk")[:EVENT_TAIL]
+        Event.objects.filter(node=node).select_related("actor").order_by("-pk")[:EVENT_WINDOW]
     )
     problems = gate_problems(run) if node.state == NodeState.AWAITING_APPROVAL else []
     records = phase_records(run)
@@ -289,6 +295,7 @@ def node_panel(node: Node) -> Panel:
         events=events,
         gate_problems=problems,
         last_audit=next((e for e in events if e.kind == EventKind.AUDIT), None),
+        event_groups=fold_events(events, limit=EVENT_TAIL),
         situation=situation(node, run, problems, events),
         moves=fitting(node, run, stuck),
         skippable=[r.phase for r in records if r.status not in SETTLED],

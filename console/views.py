@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from acceptance import decisions
+from acceptance.choices import Verdict
 from acceptance.parsers import PARSERS
 from acceptance.uploads import UploadRefused, upload_output
 from fleet.choices import NodeState
@@ -67,6 +68,7 @@ def _overview_context(request: HttpRequest, site: Site | None) -> dict:
         "site": site,
         "seq": seq,
         "board": board.overview(site, state=filters["state"], sku=filters["sku"]),
+        "legend": board.state_legend(),
     }
 
 
@@ -99,6 +101,7 @@ def rack_view(request: HttpRequest, pk: int) -> HttpResponse:
     context = _rack_context(rack)
     context["elevation"] = board.elevation(rack, context["slots"])
     context["summary"] = board.rack_summary(rack, context["slots"])
+    context["legend"] = board.state_legend()
     selected = request.GET.get("node", "")
     if selected.isdigit():
         node = get_object_or_404(Node.objects.select_related("sku", "rack"), pk=selected, rack=rack)
@@ -274,6 +277,14 @@ def approve_passed(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("fleet:rack", pk=rack.pk)
 
 
+# The banner an upload's verdict gets: output that could not be judged is an error, not a success.
+UPLOAD_MESSAGE_LEVELS: dict[str, int] = {
+    Verdict.PASS: messages.SUCCESS,
+    Verdict.FAIL: messages.WARNING,
+    Verdict.ERROR: messages.ERROR,
+}
+
+
 class UploadForm(forms.Form):
     tool = forms.ChoiceField(choices=[(t, t) for t in sorted(PARSERS)])
     output = forms.CharField(required=False, widget=forms.Textarea, strip=False)
@@ -297,8 +308,10 @@ def upload(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, f"Upload refused: {exc}")
         return _back(node)
     detail = result.metrics.get("error") or f"{len(result.findings)} finding(s)"
-    messages.success(
-        request, f"{node.serial}: {form.cleaned_data['tool']} output {result.verdict} ({detail})"
+    messages.add_message(
+        request,
+        UPLOAD_MESSAGE_LEVELS.get(result.verdict, messages.INFO),
+        f"{node.serial}: {form.cleaned_data['tool']} output {result.verdict} ({detail})",
     )
     return _back(node)
 
