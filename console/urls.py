@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import rollout_views, views
 
 # The namespace the pages had before they moved here: templates, tests and bookmarks name it.
 app_name = "fleet"
@@ -21,4 +21,7 @@ urlpatterns = [
     path("nodes/<int:pk>/audit/", views.audit, name="node-audit"),
     path("nodes/<int:pk>/moves/<slug:move>/", views.move, name="node-move"),
     path("nodes/<int:pk>/upload/", views.upload, name="node-upload"),
+    path("rollouts/", rollout_views.rollout_list, name="rollouts"),
+    path("rollouts/<int:pk>/", rollout_views.rollout_detail, name="rollout"),
+    path("rollouts/<int:pk>/<slug:verb>/", rollout_views.rollout_steer, name="rollout-steer"),
 ]

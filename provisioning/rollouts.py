@@ -40,7 +40,10 @@ from .runs import RunError, start_run
 from .suspect import SuspectRefused, upgrade_in_service
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+    from django.contrib.auth.models import AnonymousUser, User
+
+    # Whoever a request carries; refused unless signed in with the right to reprovision.
+    Actor = User | AnonymousUser
 
 # Starting a rollout reprovisions nodes: the right to reprovision one.
 ROLLOUT_PERM = "fleet.start_run"
@@ -65,6 +68,10 @@ class RolloutRefused(Exception):
     """The rollout cannot be started or changed now; the message says why."""
 
 
+class BadConcurrency(RolloutRefused):
+    """The concurrency limit given is not a whole number in range."""
+
+
 def _require(actor) -> None:
     if actor is None or not actor.is_authenticated or not actor.has_perm(ROLLOUT_PERM):
         raise PermissionDenied(f"you may not start or steer rollouts ({ROLLOUT_PERM})")
@@ -74,14 +81,14 @@ def parse_concurrency(value: Any) -> int:
     """A concurrency limit from a form or a request body; RolloutRefused saying what is wanted."""
     text = str(value).strip() if value is not None else ""
     if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= MAX_CONCURRENCY:
-        raise RolloutRefused(
+        raise BadConcurrency(
             f"concurrency must be a whole number from 1 to {MAX_CONCURRENCY}, not {value!r}"
         )
     return int(text)
 
 
 def start_rollout(
-    manifest: Manifest, *, actor: User, concurrency: Any = DEFAULT_CONCURRENCY
+    manifest: Manifest, *, actor: Actor, concurrency: Any = DEFAULT_CONCURRENCY
 ) -> Rollout:
     """Start bringing every node behind `manifest` (its SKU's published one) to it."""
     _require(actor)
@@ -98,7 +105,11 @@ def start_rollout(
     if not nodes:
         raise RolloutRefused(f"no node is behind {manifest.sku.name} {manifest.version}")
     with transaction.atomic():
-        rollout = Rollout.objects.create(manifest=manifest, concurrency=limit, created_by=actor)
+        rollout = Rollout.objects.create(
+            manifest=manifest,
+            concurrency=limit,
+            created_by=actor if actor.is_authenticated else None,
+        )
         RolloutNode.objects.bulk_create(
             RolloutNode(rollout=rollout, node=node, order=i) for i, node in enumerate(nodes)
         )
@@ -229,7 +240,7 @@ def _end(rollout: Rollout, state: str, reason: str) -> None:
 # -- a person steers it --------------------------------------------------------------------------
 
 
-def pause_rollout(rollout: Rollout, *, actor: User, reason: str = "") -> Rollout:
+def pause_rollout(rollout: Rollout, *, actor: Actor, reason: str = "") -> Rollout:
     """Start no new node; runs in flight go on and are settled as they end."""
     _require(actor)
     why = reason.strip() or f"paused by {actor.get_username()}"
@@ -241,7 +252,7 @@ def pause_rollout(rollout: Rollout, *, actor: User, reason: str = "") -> Rollout
     return rollout
 
 
-def resume_rollout(rollout: Rollout, *, actor: User) -> Rollout:
+def resume_rollout(rollout: Rollout, *, actor: Actor) -> Rollout:
     """Go on starting nodes where the paused rollout stood."""
     _require(actor)
     if not Rollout.objects.filter(pk=rollout.pk, state=RolloutState.PAUSED).update(
@@ -251,7 +262,7 @@ def resume_rollout(rollout: Rollout, *, actor: User) -> Rollout:
     return advance_rollout(rollout.pk)
 
 
-def cancel_rollout(rollout: Rollout, *, actor: User, reason: str = "") -> Rollout:
+def cancel_rollout(rollout: Rollout, *, actor: Actor, reason: str = "") -> Rollout:
     """End the rollout: no new node starts. Runs in flight are not aborted; they finish."""
     _require(actor)
     why = reason.strip() or f"cancelled by {actor.get_username()}"

@@ -5,6 +5,8 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
+from fleet.roles import sync_roles
+
 
 class Migration(migrations.Migration):
 
@@ -62,4 +64,6 @@ class Migration(migrations.Migration):
             model_name='rolloutnode',
             constraint=models.UniqueConstraint(fields=('rollout', 'node'), name='rollout_node_once'),
         ),
+        # Every role that reads the fleet reads its rollouts.
+        migrations.RunPython(sync_roles, migrations.RunPython.noop),
     ]
