@@ -3,17 +3,29 @@ else, a crash that loses nothing, pause, resume and cancel."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils import timezone
 
 from fleet.choices import DocumentStatus, NodeState
 from fleet.lifecycle import transition
 from fleet.models import Node
-from provisioning.choices import RolloutNodeStatus, RolloutState, RunKind, RunStatus
+from provisioning.choices import (
+    PhaseStatus,
+    RolloutNodeStatus,
+    RolloutState,
+    RunKind,
+    RunStatus,
+)
 from provisioning.completion import complete_run
 from provisioning.engine import fail_run
-from provisioning.models import Rollout, RolloutNode, Run
+from provisioning.models import PhaseRecord, Rollout, RolloutNode, Run
+from provisioning.outcomes import Done, Wait
+from provisioning.phases import phase_for
+from provisioning.phases.base import PhaseContext
 from provisioning.rollouts import (
     RolloutRefused,
     advance_open_rollouts,
@@ -25,6 +37,7 @@ from provisioning.rollouts import (
     resume_rollout,
     start_rollout,
 )
+from provisioning.schedulers.lab import DRAIN_SECONDS
 from tests import factories
 from tests.support.scenes import walk
 
@@ -234,3 +247,32 @@ def test_a_bad_concurrency_says_what_is_wanted(value):
 @pytest.mark.parametrize(("value", "limit"), [("1", 1), (3, 3), (" 50 ", 50)])
 def test_a_good_concurrency(value, limit):
     assert parse_concurrency(value) == limit
+
+
+def test_an_in_service_node_is_drained_by_the_lab_scheduler_then_reprovisioned(
+    fleet, bob, settings
+):
+    settings.GREENLIGHT_SCHEDULER = "lab"
+    settings.GREENLIGHT_TIME_SCALE = 1.0
+    manifest, (a, b, c, d) = fleet
+    Node.objects.filter(pk__in=[a.pk, b.pk, d.pk]).update(manifest=manifest)  # only c is behind
+    rollout = start_rollout(manifest, actor=bob, concurrency=1)
+    run = entry(rollout, c).run
+    assert list(run.phases.order_by("order").values_list("phase", flat=True)[:3]) == [
+        "drain",
+        "preflight",
+        "power_on",
+    ]
+    assert run.phases.filter(phase="os_install").exists(), "a reprovision, not a re-check"
+    record = run.phases.get(phase="drain")
+    PhaseRecord.objects.filter(pk=record.pk).update(status=PhaseStatus.RUNNING)
+    record.refresh_from_db()
+    node = Node.objects.get(pk=c.pk)
+    ctx = PhaseContext(run=run, node=node, record=record, manifest=manifest.spec)
+    assert isinstance(phase_for("drain").execute(ctx), Wait)  # cordoned; jobs are leaving
+    earlier = timezone.now() - timedelta(seconds=DRAIN_SECONDS + 1)
+    PhaseRecord.objects.filter(pk=record.pk).update(stage_started_at=earlier)
+    ctx.record.refresh_from_db()
+    ctx.node.refresh_from_db()
+    assert isinstance(phase_for("drain").execute(ctx), Done)
+    assert Node.objects.get(pk=c.pk).state == S.PROVISIONING
