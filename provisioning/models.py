@@ -346,6 +346,9 @@ class RolloutNode(models.Model):
         max_length=20, choices=RolloutNodeStatus.choices, default=RolloutNodeStatus.WAITING
     )
     run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # Taken out of service for its upgrade: it stays in flight (it counts against the
+    # concurrency) until it is back in service, not merely until its run ends.
+    took_out = models.BooleanField(default=False)
     reason = models.CharField(max_length=500, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -8,7 +8,9 @@ and drained from its scheduler, reprovisioned, re-validated, re-admitted. A node
 named with its reason and stops nothing else.
 
 It is advanced when one of its runs ends (rollout_nudge, from the engine) and by the periodic
-sweep; each advance reads everything from the rows in one transaction, so a crash mid-advance
+sweep (which also sees a node that was upgraded out of service come back: it counts against
+the concurrency until it is in service again, so at most `concurrency` nodes are ever out of the
+pool); each advance reads everything from the rows in one transaction, so a crash mid-advance
 loses nothing and the next advance picks up where the rows stand.
 """
 
@@ -149,23 +151,35 @@ def advance_open_rollouts() -> int:
 
 
 def _settle_running(rollout: Rollout) -> None:
-    """Nodes whose run ended are done (it succeeded) or failed (with its last error)."""
+    """Nodes whose run ended are done (it succeeded) or failed (with its last error). A node
+    taken out of service is done only once it is back: until then it is still out of the pool."""
     now = timezone.now()
-    running = rollout.entries.filter(status=RUNNING).select_related("run")
+    running = rollout.entries.filter(status=RUNNING).select_related("run", "node")
     for entry in running:
         run = entry.run
         if run is not None and run.status in ACTIVE_RUN_STATUSES:
             continue
-        if run is not None and run.status == RunStatus.SUCCEEDED:
-            status, reason = DONE, ""
-        elif run is not None:
-            status = FAILED
-            reason = run.last_error or f"run {run.pk} {run.get_status_display().lower()}"
-        else:
-            status, reason = FAILED, "its run is gone"
+        status, reason = _outcome(entry)
+        if status == RUNNING:
+            RolloutNode.objects.filter(pk=entry.pk).update(reason=reason)
+            continue
         RolloutNode.objects.filter(pk=entry.pk, status=RUNNING).update(
             status=status, reason=reason[:500], finished_at=now
         )
+
+
+def _outcome(entry: RolloutNode) -> tuple[str, str]:
+    """Where an entry whose run ended stands: (status, reason)."""
+    run, node = entry.run, entry.node
+    if run is None:
+        return FAILED, "its run is gone"
+    if run.status != RunStatus.SUCCEEDED:
+        return FAILED, run.last_error or f"run {run.pk} {run.get_status_display().lower()}"
+    if not entry.took_out or node.state == NodeState.IN_SERVICE:
+        return DONE, ""
+    if node.state == NodeState.AWAITING_APPROVAL:
+        return RUNNING, "upgraded; awaiting approval back into service"
+    return FAILED, f"upgraded, then {node.get_state_display().lower()}"
 
 
 def _start_waiting(rollout: Rollout) -> None:
@@ -194,7 +208,11 @@ def _start_one(rollout: Rollout, entry: RolloutNode) -> bool:
         with transaction.atomic():
             run = _start_run(rollout, node)
             RolloutNode.objects.filter(pk=entry.pk, status=W).update(
-                status=RUNNING, run=run, reason="", started_at=timezone.now()
+                status=RUNNING,
+                run=run,
+                took_out=run.kind == RunKind.UPGRADE,
+                reason="",
+                started_at=timezone.now(),
             )
             record_event(
                 node,

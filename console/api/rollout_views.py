@@ -1,5 +1,6 @@
 """Rollouts over the API: start one on a published manifest, read its progress, steer it.
 
+GET /manifests/<id>/behind/ lists the nodes a manifest puts behind (a publish's preview);
 POST /manifests/<id>/rollouts/ {"concurrency": 2} starts one (201); /rollouts/ lists them with
 their nodes; POST /rollouts/<id>/pause/, resume/, cancel/ steer one. provisioning.rollouts checks
 the right to reprovision (fleet.start_run) and the concurrency; these views parse and render.
@@ -15,9 +16,11 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from fleet.choices import NodeState
 from greenlight.api.fields import ChoiceField
 from greenlight.api.serializers import BriefUserSerializer
 from provisioning import rollouts
+from provisioning.behind import behind_nodes
 from provisioning.choices import RolloutNodeStatus, RolloutState
 from provisioning.models import Rollout, RolloutNode
 
@@ -75,8 +78,29 @@ class SteerSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
 
 
+class BehindNodeSerializer(BriefNodeSerializer):
+    rack = serializers.CharField(source="rack.name", default=None, read_only=True)
+    state = ChoiceField(choices=NodeState.choices, read_only=True)
+
+    class Meta(BriefNodeSerializer.Meta):
+        fields = [*BriefNodeSerializer.Meta.fields, "rack", "position", "state"]
+
+
+class BehindSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    nodes = BehindNodeSerializer(many=True)
+
+
 class ManifestRolloutMixin:
-    """POST /manifests/<id>/rollouts/: bring the nodes behind this published manifest to it."""
+    """GET /manifests/<id>/behind/: the nodes it puts (or has put) behind; the API's preview of
+    a publish. POST /manifests/<id>/rollouts/: bring them to this published manifest."""
+
+    @extend_schema(request=None, responses={200: BehindSerializer})
+    @action(detail=True, methods=["get"])
+    def behind(self, request, pk=None):
+        nodes = list(behind_nodes(self.get_object()))
+        body = {"count": len(nodes), "nodes": nodes}
+        return Response(BehindSerializer(body, context={"request": request}).data)
 
     @extend_schema(request=RolloutStartSerializer, responses={201: RolloutSerializer, 400: REFUSED})
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])

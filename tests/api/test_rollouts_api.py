@@ -91,3 +91,21 @@ def test_pause_resume_cancel(bob, dora, published):
     assert cancelled.json()["state"]["value"] == "cancelled"
     assert cancelled.json()["reason"] == "cancelled by bob"
     assert client_for(dora).get(f"{url}/").status_code == 200
+
+
+def test_the_nodes_a_draft_would_put_behind_are_read_before_publishing(dora, manifest, profile):
+    rack = factories.make_rack("R03")
+    nodes = [walk(factories.make_node(rack=rack, position=u), S.IN_SERVICE) for u in (2, 1)]
+    Node.objects.filter(pk__in=[n.pk for n in nodes]).update(manifest=manifest)
+    factories.make_node(rack=rack, position=3)  # never provisioned: put behind nothing
+    draft = manifest.clone_as_draft()
+    response = client_for(dora).get(f"/api/v1/manifests/{draft.pk}/behind/")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["count"] == 2
+    assert [(n["serial"], n["rack"], n["position"]) for n in body["nodes"]] == [
+        (nodes[1].serial, "R03", 1),
+        (nodes[0].serial, "R03", 2),
+    ]
+    assert body["nodes"][0]["state"] == {"value": "in_service", "label": "In service"}
+    assert client_for(None).get(f"/api/v1/manifests/{draft.pk}/behind/").status_code == 401

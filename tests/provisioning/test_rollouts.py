@@ -117,9 +117,14 @@ def test_it_keeps_at_most_concurrency_nodes_in_flight_and_moves_on_as_runs_end(f
     for node in (b, c):
         succeed(entry(rollout, node).run)
     advance_rollout(rollout.pk)
-    assert statuses(rollout) == [DONE, DONE, DONE, RUNNING]
+    # c is upgraded but out of service until a person approves it: still in flight.
+    assert statuses(rollout) == [DONE, DONE, RUNNING, RUNNING]
+    assert entry(rollout, c).reason == "upgraded; awaiting approval back into service"
     succeed(entry(rollout, d).run)
-    rollout = advance_rollout(rollout.pk)
+    advance_rollout(rollout.pk)
+    assert statuses(rollout) == [DONE, DONE, RUNNING, DONE]
+    transition(Node.objects.get(pk=c.pk), S.IN_SERVICE, actor=bob, reason="approved")
+    rollout = advance_open_rollouts() and Rollout.objects.get(pk=rollout.pk)
     assert statuses(rollout) == [DONE] * 4
     assert rollout.state == RolloutState.FINISHED and rollout.finished_at is not None
     assert set(Node.objects.values_list("manifest", flat=True)) == {manifest.pk}
@@ -276,3 +281,15 @@ def test_an_in_service_node_is_drained_by_the_lab_scheduler_then_reprovisioned(
     ctx.node.refresh_from_db()
     assert isinstance(phase_for("drain").execute(ctx), Done)
     assert Node.objects.get(pk=c.pk).state == S.PROVISIONING
+
+
+def test_an_upgraded_node_a_person_quarantines_instead_of_approving_is_failed(fleet, bob):
+    manifest, (a, b, c, d) = fleet
+    Node.objects.filter(pk__in=[a.pk, b.pk, d.pk]).update(manifest=manifest)  # only c is behind
+    rollout = start_rollout(manifest, actor=bob, concurrency=1)
+    succeed(entry(rollout, c).run)
+    transition(Node.objects.get(pk=c.pk), S.QUARANTINED, actor=bob, reason="fans loud")
+    rollout = advance_rollout(rollout.pk)
+    assert statuses(rollout) == [FAILED]
+    assert entry(rollout, c).reason == "upgraded, then quarantined"
+    assert rollout.state == RolloutState.FINISHED
