@@ -11,6 +11,7 @@ from fleet.models import Manifest, Node
 from .choices import (
     ACTIVE_RUN_STATUSES,
     CERTIFICATE_RESULT_COLORS,
+    OPEN_ROLLOUT_STATES,
     ROLLOUT_NODE_STATUS_COLORS,
     ROLLOUT_STATE_COLORS,
     RUN_STATUS_COLORS,
@@ -326,6 +327,12 @@ class Rollout(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(concurrency__gte=1), name="rollout_concurrency_positive"
+            ),
+            # Two open rollouts of one manifest would each start the same nodes.
+            models.UniqueConstraint(
+                fields=["manifest"],
+                condition=models.Q(state__in=OPEN_ROLLOUT_STATES),
+                name="rollout_one_open_per_manifest",
             ),
         ]
 

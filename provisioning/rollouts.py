@@ -16,11 +16,12 @@ loses nothing and the next advance picks up where the rows stand.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from fleet.choices import DocumentStatus, EventKind, NodeState
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 
     # Whoever a request carries; refused unless signed in with the right to reprovision.
     Actor = User | AnonymousUser
+
+logger = logging.getLogger(__name__)
 
 # Starting a rollout reprovisions nodes: the right to reprovision one.
 ROLLOUT_PERM = "fleet.start_run"
@@ -100,21 +103,24 @@ def start_rollout(
             f"{manifest.sku.name} {manifest.version} is {manifest.status}: only the published "
             "manifest is rolled out"
         )
-    open_one = Rollout.objects.filter(manifest=manifest, state__in=OPEN_ROLLOUT_STATES).first()
-    if open_one is not None:
-        raise RolloutRefused(f"rollout {open_one.pk} is already bringing nodes to {manifest}")
     nodes = list(behind_nodes(manifest))
     if not nodes:
         raise RolloutRefused(f"no node is behind {manifest.sku.name} {manifest.version}")
-    with transaction.atomic():
-        rollout = Rollout.objects.create(
-            manifest=manifest,
-            concurrency=limit,
-            created_by=actor if actor.is_authenticated else None,
-        )
-        RolloutNode.objects.bulk_create(
-            RolloutNode(rollout=rollout, node=node, order=i) for i, node in enumerate(nodes)
-        )
+    try:
+        with transaction.atomic():
+            rollout = Rollout.objects.create(
+                manifest=manifest,
+                concurrency=limit,
+                created_by=actor if actor.is_authenticated else None,
+            )
+            RolloutNode.objects.bulk_create(
+                RolloutNode(rollout=rollout, node=node, order=i) for i, node in enumerate(nodes)
+            )
+    except IntegrityError:
+        # rollout_one_open_per_manifest: two rollouts would start each node twice.
+        open_one = Rollout.objects.filter(manifest=manifest, state__in=OPEN_ROLLOUT_STATES).first()
+        which = f"rollout {open_one.pk}" if open_one else "another rollout"
+        raise RolloutRefused(f"{which} is already bringing nodes to {manifest}") from None
     return advance_rollout(rollout.pk)
 
 
@@ -146,7 +152,12 @@ def advance_open_rollouts() -> int:
     """Advance every running or paused rollout (the periodic sweep); return how many."""
     ids = list(Rollout.objects.filter(state__in=OPEN_ROLLOUT_STATES).values_list("pk", flat=True))
     for rollout_id in ids:
-        advance_rollout(rollout_id)
+        try:
+            advance_rollout(rollout_id)
+        except Exception:
+            # One rollout that cannot advance must hold up neither the others nor the sweep of
+            # lost runs that follows; its rows are as they were, and the next sweep tries again.
+            logger.exception("rollout %s could not advance", rollout_id)
     return len(ids)
 
 
