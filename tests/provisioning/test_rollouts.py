@@ -38,6 +38,7 @@ from provisioning.rollouts import (
     start_rollout,
 )
 from provisioning.schedulers.lab import DRAIN_SECONDS
+from provisioning.tasks import sweep as sweep_task
 from tests import factories
 from tests.support.scenes import walk
 
@@ -62,11 +63,12 @@ def provisioned(state: str, manifest, **kw) -> Node:
 @pytest.fixture
 def fleet(manifest, profile):
     """Four nodes on 1.0.0, then 1.0.1 published: all four are behind it."""
+    # Placed U1 to U4: a rollout takes nodes in rack order.
     nodes = [
-        provisioned(S.FAILED, manifest),
-        provisioned(S.AWAITING_APPROVAL, manifest),
-        provisioned(S.IN_SERVICE, manifest),
-        provisioned(S.FAILED, manifest),
+        provisioned(S.FAILED, manifest, position=1),
+        provisioned(S.AWAITING_APPROVAL, manifest, position=2),
+        provisioned(S.IN_SERVICE, manifest, position=3),
+        provisioned(S.FAILED, manifest, position=4),
     ]
     new = manifest.clone_as_draft()
     new.publish()
@@ -145,9 +147,9 @@ def test_a_failed_node_is_named_with_its_reason_and_stops_nothing_else(fleet, bo
 def test_nodes_that_cannot_start_are_failed_with_why_and_the_next_one_takes_the_slot(
     manifest, profile, bob
 ):
-    lent = provisioned(S.IN_SERVICE, manifest, tenant="acme")
-    sick = provisioned(S.QUARANTINED, manifest)
-    idle = provisioned(S.FAILED, manifest)
+    lent = provisioned(S.IN_SERVICE, manifest, tenant="acme", position=1)
+    sick = provisioned(S.QUARANTINED, manifest, position=2)
+    idle = provisioned(S.FAILED, manifest, position=3)
     new = manifest.clone_as_draft()
     new.publish()
     rollout = start_rollout(new, actor=bob, concurrency=1)
@@ -293,3 +295,13 @@ def test_an_upgraded_node_a_person_quarantines_instead_of_approving_is_failed(fl
     assert statuses(rollout) == [FAILED]
     assert entry(rollout, c).reason == "upgraded, then quarantined"
     assert rollout.state == RolloutState.FINISHED
+
+
+def test_the_periodic_sweep_advances_a_rollout_whose_wake_up_was_lost(fleet, bob):
+    manifest, (a, b, c, d) = fleet
+    rollout = start_rollout(manifest, actor=bob, concurrency=1)
+    # The run's end sends the wake-up on commit, which never comes in this test: as if lost.
+    succeed(entry(rollout, a).run)
+    assert statuses(rollout) == [RUNNING, W, W, W]
+    sweep_task.apply()
+    assert statuses(rollout) == [DONE, RUNNING, W, W]
