@@ -14,6 +14,7 @@ from fleet.choices import EventKind, NodeState
 from fleet.lifecycle import is_allowed
 from fleet.models import Event, Node
 from provisioning import phase_logs, progress
+from provisioning.behind import Behind, behind_of
 from provisioning.choices import ACTIVE_RUN_STATUSES, PHASE_STATUS_COLORS, PhaseStatus
 from provisioning.eta import Eta, run_eta
 from provisioning.gates import step_name
@@ -252,6 +253,7 @@ class Panel:
     skippable: list[str] = field(default_factory=list)
     stuck_phase: str = ""
     eta: Eta | None = None  # an active run's likely time left, from this fleet's runs
+    behind: Behind | None = None  # on an older manifest than its SKU's published one
 
     @property
     def approvable(self) -> bool:
@@ -268,7 +270,10 @@ class Panel:
 
 
 def node_panel(node: Node) -> Panel:
-    """Everything the node panel shows, for the node's latest run."""
+    """Everything the node panel shows, for the node's latest run.
+
+    A node read with provisioning.behind.with_manifests costs no query for its manifest line.
+    """
     run = (
         Run.objects.filter(node=node)
         .select_related("manifest")
@@ -301,4 +306,5 @@ def node_panel(node: Node) -> Panel:
         skippable=[r.phase for r in records if r.status not in SETTLED],
         stuck_phase=stuck,
         eta=run_eta(run, records, current) if active else None,
+        behind=behind_of(node),
     )

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import rollout_views, views
 
 # The namespace the pages had before they moved here: templates, tests and bookmarks name it.
 app_name = "fleet"
@@ -25,4 +25,7 @@ urlpatterns = [
     path(
         "phase-records/<int:pk>/log/download/", views.phase_log_download, name="phase-log-download"
     ),
+    path("rollouts/", rollout_views.rollout_list, name="rollouts"),
+    path("rollouts/<int:pk>/", rollout_views.rollout_detail, name="rollout"),
+    path("rollouts/<int:pk>/<slug:verb>/", rollout_views.rollout_steer, name="rollout-steer"),
 ]

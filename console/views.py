@@ -31,6 +31,7 @@ from fleet.choices import NodeState
 from fleet.models import Event, Node, Rack, Site, Sku
 from provisioning import audit as drift_audit
 from provisioning import moves, phase_logs
+from provisioning.behind import with_manifests
 from provisioning.models import PhaseRecord
 from provisioning.phases import label_of
 
@@ -88,6 +89,11 @@ def overview_snapshot(request: HttpRequest, pk: int | None = None) -> JsonRespon
     return JsonResponse({"seq": context["seq"], "html": html})
 
 
+def _panel_nodes():
+    """Nodes as the panel reads them: with their manifest and the published one, in one query."""
+    return with_manifests(Node.objects.select_related("sku", "rack"))
+
+
 def _rack_context(rack: Rack, node_ids: set[int] | None = None) -> dict:
     seq = board.latest_seq()
     slots = board.rack_slots(rack, node_ids)
@@ -104,7 +110,7 @@ def rack_view(request: HttpRequest, pk: int) -> HttpResponse:
     context["legend"] = board.state_legend()
     selected = request.GET.get("node", "")
     if selected.isdigit():
-        node = get_object_or_404(Node.objects.select_related("sku", "rack"), pk=selected, rack=rack)
+        node = get_object_or_404(_panel_nodes(), pk=selected, rack=rack)
         context["panel"] = panel.node_panel(node)
     return render(request, "fleet/rack.html", context)
 
@@ -141,7 +147,7 @@ def rack_snapshot(request: HttpRequest, pk: int) -> JsonResponse:
 @viewer
 def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A node's page: its rack with the panel open, or the panel alone for an unracked node."""
-    node = get_object_or_404(Node.objects.select_related("sku", "rack"), pk=pk)
+    node = get_object_or_404(_panel_nodes(), pk=pk)
     if node.rack_id:
         return redirect(f"{reverse('fleet:rack', args=[node.rack_id])}?node={node.pk}")
     return render(request, "fleet/node.html", {"panel": panel.node_panel(node), "seq": 0})
@@ -150,7 +156,7 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @viewer
 def node_panel(request: HttpRequest, pk: int) -> HttpResponse:
     """The node panel fragment, for the rack page to open and refresh without a reload."""
-    node = get_object_or_404(Node.objects.select_related("sku", "rack"), pk=pk)
+    node = get_object_or_404(_panel_nodes(), pk=pk)
     return render(request, "fleet/_node_panel.html", {"panel": panel.node_panel(node)})
 
 

@@ -13,6 +13,7 @@ from django.urls import path
 from fleet.admin import NodeAdmin
 from fleet.models import Node
 
+from . import manifest_admin  # noqa: F401 - registers the manifest admin with its rollouts
 from .enrollment_admin import enroll_view
 from .models import PhaseRecord, Run, WipeCertificate, WipeRequest
 

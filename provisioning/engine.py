@@ -39,6 +39,7 @@ from .outcomes import (
 )
 from .phases import PHASES_BY_NAME, Band, phase_for
 from .phases.base import PhaseContext
+from .rollout_nudge import run_settled
 from .scheduling import hand_over
 from .suspect import run_failed as suspect_run_failed
 from .wipes import run_ended
@@ -391,6 +392,8 @@ def fail_run(
         run_ended(run)
         # A suspect node its gates quarantined goes on to break/fix.
         suspect_run_failed(run)
+        # A rollout waiting on this run names the node failed and starts its next one.
+        run_settled(run.pk)
 
 
 def finish_run(run: Run) -> None:
