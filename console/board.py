@@ -16,6 +16,7 @@ from fleet.choices import NODE_STATE_COLORS, NODE_STATE_ICONS, NodeState
 from fleet.lifecycle import ACTIVE_STATES, NEEDS_ATTENTION_STATES
 from fleet.models import Event, Node, Rack, Site
 from provisioning import progress
+from provisioning.behind import Behind, behind_of, with_manifests
 from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus
 from provisioning.models import PhaseRecord, Run
 from provisioning.phases import PHASES, label_of
@@ -44,6 +45,21 @@ def state_counts(counter: Counter) -> list[StateCount]:
     ]
 
 
+@dataclass(frozen=True)
+class LegendEntry:
+    state: str
+    label: str
+    color: str
+    icon: str
+
+
+def state_legend() -> list[LegendEntry]:
+    """Every lifecycle state with its colour and icon, in lifecycle order: the pages' legend."""
+    return [
+        LegendEntry(s.value, s.label, NODE_STATE_COLORS[s], NODE_STATE_ICONS[s]) for s in NodeState
+    ]
+
+
 def latest_seq() -> int:
     """The id of the newest event: the sequence number a page is current up to."""
     return Event.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
@@ -62,6 +78,7 @@ class Slot:
     progress: int | None = None  # percent of the run's phases and gates, while it is active
     phase_progress: str = ""  # a long phase's own progress in words ("12.5 h of 72 h")
     ready: bool | None = None  # awaiting approval: did every gate pass?
+    behind: Behind | None = None  # on an older manifest than its SKU's published one
 
     @property
     def color(self) -> str:
@@ -86,7 +103,8 @@ def rack_slots(rack: Rack, node_ids: set[int] | None = None) -> list[Slot]:
     nodes = Node.objects.filter(rack=rack).select_related("sku").order_by("position", "serial")
     if node_ids is not None:
         nodes = nodes.filter(pk__in=node_ids)
-    slots = {n.pk: Slot(n) for n in nodes}
+    # Which manifest each node is on and which is published: subqueries of the same query.
+    slots = {n.pk: Slot(n, behind=behind_of(n)) for n in with_manifests(nodes)}
     active = [pk for pk, s in slots.items() if s.node.state in ACTIVE_STATES]
     if active:
         done = Count("phases", filter=Q(phases__status__in=[PhaseStatus.DONE, PhaseStatus.SKIPPED]))
@@ -141,6 +159,7 @@ class RackSummary:
     counts: list[StateCount]
     in_service_pct: int
     ready: int = 0  # awaiting approval with every gate passed
+    behind: int = 0  # on an older manifest than the published one
 
 
 def rack_summary(rack: Rack, slots: list[Slot]) -> RackSummary:
@@ -148,7 +167,8 @@ def rack_summary(rack: Rack, slots: list[Slot]) -> RackSummary:
     total = len(slots)
     pct = round(100 * counter[NodeState.IN_SERVICE] / total) if total else 0
     ready = sum(1 for s in slots if s.ready)
-    return RackSummary(rack, total, state_counts(counter), pct, ready)
+    behind = sum(1 for s in slots if s.behind)
+    return RackSummary(rack, total, state_counts(counter), pct, ready, behind)
 
 
 # --- the site overview -------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from acceptance.parsers import PARSERS
 from fleet.choices import EventKind, NodeState
 from fleet.lifecycle import is_allowed
 from fleet.models import Event, Node
-from provisioning import progress
+from provisioning import phase_logs, progress
+from provisioning.behind import Behind, behind_of
 from provisioning.choices import ACTIVE_RUN_STATUSES, PHASE_STATUS_COLORS, PhaseStatus
 from provisioning.eta import Eta, run_eta
 from provisioning.gates import step_name
@@ -23,9 +24,13 @@ from provisioning.phases import PHASES
 from provisioning.progress import Progress
 
 from .charts import Series, line_chart
+from .folding import EventGroup, fold_events
 from .situation import Situation, situation
 
-EVENT_TAIL = 25
+EVENT_TAIL = 25  # lines of the events list, a folded run of identical events being one
+# Events read to fill those lines: enough that a long wait's repeated looks fold into one line
+# and the events before it still show; one query, whatever the number.
+EVENT_WINDOW = 200
 # Phases a person can no longer skip: they are over.
 SETTLED = (PhaseStatus.DONE, PhaseStatus.SKIPPED)
 # Phases a run is held at: the one a skip would skip.
@@ -46,11 +51,19 @@ class PhaseRow:
     error: str = ""
     wait_reason: str = ""
     progress: Progress | None = None  # a long phase's own, while it runs
+    log_record: int | None = None  # the phase record whose log there is to read
 
 
 def phase_records(run: Run | None) -> list[PhaseRecord]:
-    """The run's phase records in run order (none without a run)."""
-    return list(PhaseRecord.objects.filter(run=run).order_by("order")) if run else []
+    """The run's phase records in run order (none without a run), each knowing if it has a log."""
+    if not run:
+        return []
+    return list(phase_logs.with_relayed(PhaseRecord.objects.filter(run=run)).order_by("order"))
+
+
+def log_of(record: PhaseRecord | None) -> int | None:
+    """The record's id if it has a log to read, for the panel's link."""
+    return record.pk if record is not None and phase_logs.has_log(record) else None
 
 
 def timeline(run: Run | None, loaded: list[PhaseRecord] | None = None) -> list[PhaseRow]:
@@ -74,6 +87,7 @@ def timeline(run: Run | None, loaded: list[PhaseRecord] | None = None) -> list[P
                 error=rec.error if rec else "",
                 wait_reason=rec.wait_reason if rec else "",
                 progress=progress.of_phase(rec.compared) if rec and status in STUCK else None,
+                log_record=log_of(rec),
             )
         )
     return rows
@@ -133,6 +147,7 @@ class GateRow:
     other_metrics: dict
     findings: list[dict]
     progress: Progress | None = None  # the soak's hours, while it runs
+    log_record: int | None = None  # the gate's phase record, if it has a log to read
 
 
 def soak_metrics(metrics: dict) -> dict:
@@ -151,7 +166,8 @@ SOAK_FIELDS = {"ran_s", "wanted_s", "samples", "stopped_at_sample"}
 
 
 def gate_rows(results: list[GateResult], records: list[PhaseRecord] | None = None) -> list[GateRow]:
-    running = {r.phase: r for r in records or [] if r.status in STUCK}
+    by_phase = {r.phase: r for r in records or []}
+    running = {name: r for name, r in by_phase.items() if r.status in STUCK}
     rows = []
     for r in results:
         shown = bars(r.metrics or {}, r.thresholds or {})
@@ -176,6 +192,7 @@ def gate_rows(results: list[GateResult], records: list[PhaseRecord] | None = Non
                 other_metrics=other,
                 findings=[f for f in (r.findings or []) if isinstance(f, dict)],
                 progress=progress.of_phase(record.compared) if record else None,
+                log_record=log_of(by_phase.get(step_name(r.gate))),
             )
         )
     return rows
@@ -229,11 +246,14 @@ class Panel:
     gate_problems: list[str]
     last_audit: Event | None
     situation: Situation | None = None
+    # The events list as shown: consecutive identical events folded into one line with a count.
+    event_groups: list[EventGroup] = field(default_factory=list)
     # The moves the node allows now; the template shows those the person holds the permission of.
     moves: list[Move] = field(default_factory=list)
     skippable: list[str] = field(default_factory=list)
     stuck_phase: str = ""
     eta: Eta | None = None  # an active run's likely time left, from this fleet's runs
+    behind: Behind | None = None  # on an older manifest than its SKU's published one
 
     @property
     def approvable(self) -> bool:
@@ -250,7 +270,10 @@ class Panel:
 
 
 def node_panel(node: Node) -> Panel:
-    """Everything the node panel shows, for the node's latest run."""
+    """Everything the node panel shows, for the node's latest run.
+
+    A node read with provisioning.behind.with_manifests costs no query for its manifest line.
+    """
     run = (
         Run.objects.filter(node=node)
         .select_related("manifest")
@@ -260,7 +283,7 @@ def node_panel(node: Node) -> Panel:
     results = list(GateResult.objects.filter(run=run).order_by("started_at", "pk")) if run else []
     soak = next((r for r in results if r.gate == GateName.BURN_IN), None)
     events = list(
-        Event.objects.filter(node=node).select_related("actor").order_by("-pk")[:EVENT_TAIL]
+        Event.objects.filter(node=node).select_related("actor").order_by("-pk")[:EVENT_WINDOW]
     )
     problems = gate_problems(run) if node.state == NodeState.AWAITING_APPROVAL else []
     records = phase_records(run)
@@ -277,9 +300,11 @@ def node_panel(node: Node) -> Panel:
         events=events,
         gate_problems=problems,
         last_audit=next((e for e in events if e.kind == EventKind.AUDIT), None),
+        event_groups=fold_events(events, limit=EVENT_TAIL),
         situation=situation(node, run, problems, events),
         moves=fitting(node, run, stuck),
         skippable=[r.phase for r in records if r.status not in SETTLED],
         stuck_phase=stuck,
         eta=run_eta(run, records, current) if active else None,
+        behind=behind_of(node),
     )

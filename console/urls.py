@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import rollout_views, views
 
 # The namespace the pages had before they moved here: templates, tests and bookmarks name it.
 app_name = "fleet"
@@ -21,4 +21,11 @@ urlpatterns = [
     path("nodes/<int:pk>/audit/", views.audit, name="node-audit"),
     path("nodes/<int:pk>/moves/<slug:move>/", views.move, name="node-move"),
     path("nodes/<int:pk>/upload/", views.upload, name="node-upload"),
+    path("phase-records/<int:pk>/log/", views.phase_log, name="phase-log"),
+    path(
+        "phase-records/<int:pk>/log/download/", views.phase_log_download, name="phase-log-download"
+    ),
+    path("rollouts/", rollout_views.rollout_list, name="rollouts"),
+    path("rollouts/<int:pk>/", rollout_views.rollout_detail, name="rollout"),
+    path("rollouts/<int:pk>/<slug:verb>/", rollout_views.rollout_steer, name="rollout-steer"),
 ]

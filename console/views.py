@@ -10,19 +10,30 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from acceptance import decisions
+from acceptance.choices import Verdict
 from acceptance.parsers import PARSERS
 from acceptance.uploads import UploadRefused, upload_output
 from fleet.choices import NodeState
 from fleet.models import Event, Node, Rack, Site, Sku
 from provisioning import audit as drift_audit
-from provisioning import moves
+from provisioning import moves, phase_logs
+from provisioning.behind import with_manifests
+from provisioning.models import PhaseRecord
+from provisioning.phases import label_of
 
 from . import board, panel
 
@@ -58,6 +69,7 @@ def _overview_context(request: HttpRequest, site: Site | None) -> dict:
         "site": site,
         "seq": seq,
         "board": board.overview(site, state=filters["state"], sku=filters["sku"]),
+        "legend": board.state_legend(),
     }
 
 
@@ -77,6 +89,11 @@ def overview_snapshot(request: HttpRequest, pk: int | None = None) -> JsonRespon
     return JsonResponse({"seq": context["seq"], "html": html})
 
 
+def _panel_nodes():
+    """Nodes as the panel reads them: with their manifest and the published one, in one query."""
+    return with_manifests(Node.objects.select_related("sku", "rack"))
+
+
 def _rack_context(rack: Rack, node_ids: set[int] | None = None) -> dict:
     seq = board.latest_seq()
     slots = board.rack_slots(rack, node_ids)
@@ -90,9 +107,10 @@ def rack_view(request: HttpRequest, pk: int) -> HttpResponse:
     context = _rack_context(rack)
     context["elevation"] = board.elevation(rack, context["slots"])
     context["summary"] = board.rack_summary(rack, context["slots"])
+    context["legend"] = board.state_legend()
     selected = request.GET.get("node", "")
     if selected.isdigit():
-        node = get_object_or_404(Node.objects.select_related("sku", "rack"), pk=selected, rack=rack)
+        node = get_object_or_404(_panel_nodes(), pk=selected, rack=rack)
         context["panel"] = panel.node_panel(node)
     return render(request, "fleet/rack.html", context)
 
@@ -129,7 +147,7 @@ def rack_snapshot(request: HttpRequest, pk: int) -> JsonResponse:
 @viewer
 def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A node's page: its rack with the panel open, or the panel alone for an unracked node."""
-    node = get_object_or_404(Node.objects.select_related("sku", "rack"), pk=pk)
+    node = get_object_or_404(_panel_nodes(), pk=pk)
     if node.rack_id:
         return redirect(f"{reverse('fleet:rack', args=[node.rack_id])}?node={node.pk}")
     return render(request, "fleet/node.html", {"panel": panel.node_panel(node), "seq": 0})
@@ -138,8 +156,41 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @viewer
 def node_panel(request: HttpRequest, pk: int) -> HttpResponse:
     """The node panel fragment, for the rack page to open and refresh without a reload."""
-    node = get_object_or_404(Node.objects.select_related("sku", "rack"), pk=pk)
+    node = get_object_or_404(_panel_nodes(), pk=pk)
     return render(request, "fleet/_node_panel.html", {"panel": panel.node_panel(node)})
+
+
+def _phase_record(pk: int) -> PhaseRecord:
+    return get_object_or_404(PhaseRecord.objects.select_related("run__node__rack"), pk=pk)
+
+
+@viewer
+def phase_log(request: HttpRequest, pk: int) -> HttpResponse:
+    """One phase's relayed output, a page at a time (`?page=N` or `?page=last`), redacted."""
+    record = _phase_record(pk)
+    try:
+        page = phase_logs.read_page(record, request.GET.get("page", ""))
+    except phase_logs.NoSuchPage as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    node = record.run.node
+    return render(
+        request,
+        "fleet/phase_log.html",
+        {"page": page, "record": record, "node": node, "label": label_of(record.phase)},
+    )
+
+
+@viewer
+def phase_log_download(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    """The whole of one phase's relayed output as a text file, redacted, streamed chunk by chunk."""
+    record = _phase_record(pk)
+    if not phase_logs.chunks(record):
+        raise Http404("this phase has no log")
+    response = StreamingHttpResponse(
+        phase_logs.stream(record), content_type="text/plain; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{phase_logs.download_name(record)}"'
+    return response
 
 
 class ReasonForm(forms.Form):
@@ -232,6 +283,14 @@ def approve_passed(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("fleet:rack", pk=rack.pk)
 
 
+# The banner an upload's verdict gets: output that could not be judged is an error, not a success.
+UPLOAD_MESSAGE_LEVELS: dict[str, int] = {
+    Verdict.PASS: messages.SUCCESS,
+    Verdict.FAIL: messages.WARNING,
+    Verdict.ERROR: messages.ERROR,
+}
+
+
 class UploadForm(forms.Form):
     tool = forms.ChoiceField(choices=[(t, t) for t in sorted(PARSERS)])
     output = forms.CharField(required=False, widget=forms.Textarea, strip=False)
@@ -255,8 +314,10 @@ def upload(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, f"Upload refused: {exc}")
         return _back(node)
     detail = result.metrics.get("error") or f"{len(result.findings)} finding(s)"
-    messages.success(
-        request, f"{node.serial}: {form.cleaned_data['tool']} output {result.verdict} ({detail})"
+    messages.add_message(
+        request,
+        UPLOAD_MESSAGE_LEVELS.get(result.verdict, messages.INFO),
+        f"{node.serial}: {form.cleaned_data['tool']} output {result.verdict} ({detail})",
     )
     return _back(node)
 

@@ -2,19 +2,24 @@
 
 Drafts are edited as YAML in a monospace text area and validated by the model's clean(), whose
 errors name the line and the field. A published or retired version is read-only: the admin offers
-"Clone as new draft" instead. "Publish" retires the SKU's previously published version.
+"Clone as new draft" instead. "Publish" first shows a preview (the diff against the published
+version and what else it changes, `publish_impact`); only its Confirm publishes, retiring the
+SKU's previously published version.
 """
 
 from __future__ import annotations
 
 import difflib
+from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
@@ -75,8 +80,13 @@ class VersionedDocumentForm(forms.ModelForm):
 class VersionedDocumentAdminMixin:
     """ModelAdmin behaviour shared by Manifest and AcceptanceProfile admins."""
 
+    # What the ModelAdmin this is mixed into provides.
+    model: Any
+    admin_site: Any
+
     form = VersionedDocumentForm
-    change_form_template = "admin/versioned_document/change_form.html"
+    change_form_template: ClassVar[str] = "admin/versioned_document/change_form.html"
+    publish_preview_template: ClassVar[str] = "admin/versioned_document/publish_preview.html"
     list_display = ["__str__", "sku", "version", "status_badge", "created_at", "published_at"]
     list_filter = ["status", "sku"]
     list_select_related = ["sku"]
@@ -188,14 +198,65 @@ class VersionedDocumentAdminMixin:
         return HttpResponseRedirect(self._change_url(clone))
 
     def publish_view(self, request: HttpRequest, object_id: int):
-        """POST: publish this draft; the SKU's published version is retired."""
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+        """GET, or a POST without `confirm`: the preview. A POST with confirm=yes publishes this
+        draft; the SKU's published version is retired."""
+        if request.method not in ("GET", "POST"):
+            return HttpResponseNotAllowed(["GET", "POST"])
         obj = get_object_or_404(self.model, pk=object_id)
         if not self.has_change_permission(request, obj):
             raise PermissionDenied
-        self._publish(request, obj)
-        return HttpResponseRedirect(self._change_url(obj))
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            self._publish(request, obj)
+            return HttpResponseRedirect(self._change_url(obj))
+        return self._preview(request, [obj], bulk=False)
+
+    def publish_impact(self, request: HttpRequest, draft: VersionedDocument) -> dict[str, Any]:
+        """What publishing `draft` changes beyond the document, for the preview's template.
+
+        Nothing here: the manifest admin of the pipeline adds the nodes it puts behind.
+        """
+        return {}
+
+    def _preview(self, request: HttpRequest, drafts: list[VersionedDocument], *, bulk: bool):
+        """The confirmation page: each draft's diff against the published version, its impact,
+        and Confirm (which re-POSTs with the confirmation) or Cancel."""
+        items = []
+        for draft in drafts:
+            current = self.model.current_for(draft.sku)
+            diff = (
+                html_unified_diff(
+                    current.yaml_text,
+                    draft.yaml_text,
+                    f"{current.version} (published)",
+                    f"{draft.version} (draft)",
+                )
+                if current is not None
+                else format_html("<p>{}</p>", f"{draft.sku} has no published version yet.")
+            )
+            items.append(
+                {
+                    "document": draft,
+                    "current": current,
+                    "diff": diff,
+                    **self.publish_impact(request, draft),
+                }
+            )
+        opts = self.model._meta
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": opts,
+            "title": "Publish " + ", ".join(f"{d.sku} {d.version}" for d in drafts) + "?",
+            "items": items,
+            "bulk": bulk,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "cancel_url": (
+                reverse(f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_changelist")
+                if bulk
+                else self._change_url(drafts[0])
+            ),
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, self.publish_preview_template, context)
 
     def _publish(self, request: HttpRequest, obj: VersionedDocument) -> bool:
         previous = type(obj).current_for(obj.sku)
@@ -210,7 +271,8 @@ class VersionedDocumentAdminMixin:
         return True
 
     @admin.action(description="Publish the selected draft", permissions=["change"])
-    def publish_selected(self, request: HttpRequest, queryset) -> None:
+    def publish_selected(self, request: HttpRequest, queryset):
+        """First the preview of every selected draft; its Confirm (post=yes) publishes them."""
         drafts = list(queryset.filter(status=DocumentStatus.DRAFT).select_related("sku"))
         skus = [d.sku_id for d in drafts]
         if len(skus) != len(set(skus)):
@@ -218,16 +280,21 @@ class VersionedDocumentAdminMixin:
             self.message_user(
                 request, "Select at most one draft per SKU to publish.", messages.ERROR
             )
-            return
+            return None
         if len(drafts) != queryset.count():
             self.message_user(
                 request,
                 "Only drafts can be published; the others were left alone.",
                 messages.WARNING,
             )
+        if not drafts:
+            return None
+        if request.POST.get("post") != "yes":
+            return self._preview(request, drafts, bulk=True)
         with transaction.atomic():
             for draft in drafts:
                 self._publish(request, draft)
+        return None
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context.update(

@@ -25,7 +25,7 @@ class NodeState(models.TextChoices):
 NODE_STATE_COLORS = {
     NodeState.ENROLLED: "gray",
     NodeState.PROVISIONING: "blue",
-    NodeState.VALIDATING: "indigo",
+    NodeState.VALIDATING: "sky",
     NodeState.AWAITING_APPROVAL: "amber",
     NodeState.IN_SERVICE: "green",
     NodeState.FAILED: "red",

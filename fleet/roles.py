@@ -19,6 +19,8 @@ _READ = [
     "provisioning.view_phaserecord",
     "provisioning.view_wiperequest",
     "provisioning.view_wipecertificate",
+    "provisioning.view_rollout",
+    "provisioning.view_rolloutnode",
     "acceptance.view_acceptanceprofile",
     "acceptance.view_gateresult",
     "acceptance.view_soaksample",

@@ -377,5 +377,8 @@ if GREENLIGHT_NETBOX_URL and GREENLIGHT_NETBOX_TOKEN:
 GREENLIGHT_BMC_SESSION_IDLE_S = env_float("GREENLIGHT_BMC_SESSION_IDLE_S", 60.0)
 # Wall seconds a worker holds a run while taking one step; past it, another worker may take over.
 GREENLIGHT_STEP_LEASE_S = env_float("GREENLIGHT_STEP_LEASE_S", 120.0)
+# Wall seconds a phase is given at the least, whatever its limit on a scaled clock: what a phase
+# waits on (a process restart, a TLS handshake, a queue's lag) takes real seconds at any scale.
+GREENLIGHT_PHASE_MIN_REAL_S = env_float("GREENLIGHT_PHASE_MIN_REAL_S", 60.0)
 # Wall seconds past a run's due look before the sweep re-sends it.
 GREENLIGHT_SWEEP_GRACE_S = env_float("GREENLIGHT_SWEEP_GRACE_S", 30.0)

@@ -7,12 +7,13 @@ writing these rows directly would bypass it.
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
 from fleet.admin import NodeAdmin
 from fleet.models import Node
 
+from . import manifest_admin  # noqa: F401 - registers the manifest admin with its rollouts
 from .enrollment_admin import enroll_view
 from .models import PhaseRecord, Run, WipeCertificate, WipeRequest
 
@@ -26,8 +27,11 @@ class EnrollingNodeAdmin(NodeAdmin):
     change_list_template = "admin/provisioning/node_change_list.html"
 
     def get_urls(self):
-        enroll = path("enroll/", self.admin_site.admin_view(enroll_view), name="fleet_node_enroll")
+        enroll = path("enroll/", self.admin_site.admin_view(self.enroll), name="fleet_node_enroll")
         return [enroll, *super().get_urls()]
+
+    def enroll(self, request: HttpRequest) -> HttpResponse:
+        return enroll_view(request, self.admin_site)
 
 
 class ReadOnlyMixin:

@@ -15,6 +15,9 @@ class RunKind(models.TextChoices):
     # Asked for by a tenant platform before it hands an unallocated in-service node out: drained,
     # then the profile's gates (the burn-in soak among them) on the installed OS.
     BURN_IN = "burn_in", "Pre-allocation burn-in"
+    # A rolling upgrade of an in-service node to its SKU's newly published manifest: drained
+    # from its scheduler, then reprovisioned (phases already right are skipped) and re-validated.
+    UPGRADE = "upgrade", "Upgrade to a new manifest"
 
 
 class RunStatus(models.TextChoices):
@@ -138,4 +141,45 @@ WIPE_STATUS_COLORS = {
     WipeStatus.IN_PROGRESS: "blue",
     WipeStatus.RETURNED: "green",
     WipeStatus.FAILED: "red",
+}
+
+
+class RolloutState(models.TextChoices):
+    """Where a rolling upgrade stands. Only a running rollout starts runs."""
+
+    RUNNING = "running", "Running"
+    # Runs in flight go on; no new node starts until it is resumed.
+    PAUSED = "paused", "Paused"
+    # Stopped for good by a person (or because its manifest is no longer the published one).
+    CANCELLED = "cancelled", "Cancelled"
+    # Every node is done or failed.
+    FINISHED = "finished", "Finished"
+
+
+OPEN_ROLLOUT_STATES = (RolloutState.RUNNING, RolloutState.PAUSED)
+
+ROLLOUT_STATE_COLORS = {
+    RolloutState.RUNNING: "blue",
+    RolloutState.PAUSED: "amber",
+    RolloutState.CANCELLED: "black",
+    RolloutState.FINISHED: "green",
+}
+
+
+class RolloutNodeStatus(models.TextChoices):
+    """One node of a rolling upgrade."""
+
+    WAITING = "waiting", "Waiting"
+    # Its run (a reprovision, or drain then reprovision for an in-service node) is under way.
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    # It could not start or its run failed: the reason is on the row; the others go on.
+    FAILED = "failed", "Failed"
+
+
+ROLLOUT_NODE_STATUS_COLORS = {
+    RolloutNodeStatus.WAITING: "gray",
+    RolloutNodeStatus.RUNNING: "blue",
+    RolloutNodeStatus.DONE: "green",
+    RolloutNodeStatus.FAILED: "red",
 }

@@ -26,6 +26,24 @@ def real_delta(node_seconds: float) -> timedelta:
     return timedelta(seconds=node_seconds / scale())
 
 
+def window(node_seconds: float) -> timedelta:
+    """The real span a phase limit of `node_seconds` gives: never under the real-time floor.
+
+    What a phase waits on also takes real seconds that no clock scale shrinks (a process starting,
+    a TLS handshake, a queue's lag): at the demo's 600x, 20 node minutes are 2 real seconds, less
+    than its web server takes to start. At scale 1 every limit is far above the floor.
+    """
+    return max(real_delta(node_seconds), timedelta(seconds=settings.GREENLIGHT_PHASE_MIN_REAL_S))
+
+
+def limit_text(node_seconds: float) -> str:
+    """A phase limit in words, saying so when the real-time floor is what holds."""
+    text = minutes_text(node_seconds)
+    if real_delta(node_seconds) < window(node_seconds):
+        text += f" (at least {settings.GREENLIGHT_PHASE_MIN_REAL_S:g} real s)"
+    return text
+
+
 def node_seconds(span: timedelta) -> float:
     """Node (lab) seconds elapsed in a wall-clock span."""
     return span.total_seconds() * scale()

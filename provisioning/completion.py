@@ -14,6 +14,7 @@ from fleet.models import Node
 from . import gates
 from .choices import RunKind, RunStatus
 from .models import Run
+from .rollout_nudge import run_settled
 from .scheduler_sync import admitted
 from .suspect import TAKE_OUT_KINDS
 from .wipes import returned_to_service
@@ -50,6 +51,8 @@ def complete_run(run: Run) -> None:
             message=f"run {run.pk} succeeded",
             data={"run": run.pk, "status": RunStatus.SUCCEEDED},
         )
+        # A rollout waiting on this run counts the node done and starts its next one.
+        run_settled(run.pk)
 
 
 def _return_without_a_click(run: Run, node: Node) -> None:

@@ -39,6 +39,7 @@ from .outcomes import (
 )
 from .phases import PHASES_BY_NAME, Band, phase_for
 from .phases.base import PhaseContext
+from .rollout_nudge import run_settled
 from .scheduling import hand_over
 from .suspect import run_failed as suspect_run_failed
 from .wipes import run_ended
@@ -47,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 # Phases finished in one task before it hands over: keeps one worker fair across many nodes.
 MAX_PHASES_PER_STEP = 6
+# Real seconds late a look must be to say Greenlight was away (its workers stopped or stalled),
+# not that its queue was busy.
+AWAY_S = 5.0
 
 # The two reads of every step, compiled once (greenlight/prepared_reads.py says why).
 RUN_FOR_STEP = PreparedRead(
@@ -106,14 +110,20 @@ def excuse_lateness(run: Run, late: timedelta) -> None:
     """Push the phase deadlines back by the time Greenlight itself was late to look.
 
     A phase limit measures the node, not the control plane: if every worker was down for an
-    hour, the node must not be failed for a wait that nobody was there to end.
+    hour, the node must not be failed for a wait that nobody was there to end. Back from being
+    away, a phase also gets a full real-time floor (GREENLIGHT_PHASE_MIN_REAL_S) from now: the
+    agents, BMC sessions and queues Greenlight restarted with take real seconds to catch up,
+    however little node time the phase had left when it stopped.
     """
     # Under a node second late is the ordinary delay of a queue, not worth a write on every
     # step; measured in node time, since in a fast lab a real second is minutes of a phase.
-    if late > clock.real_delta(1.0):
-        run.phases.filter(status__in=(PhaseStatus.RUNNING, PhaseStatus.WAITING)).update(
-            deadline_at=F("deadline_at") + late
-        )
+    if late <= clock.real_delta(1.0):
+        return
+    active = run.phases.filter(status__in=(PhaseStatus.RUNNING, PhaseStatus.WAITING))
+    active.update(deadline_at=F("deadline_at") + late)
+    if late >= timedelta(seconds=AWAY_S):
+        floor = timezone.now() + timedelta(seconds=settings.GREENLIGHT_PHASE_MIN_REAL_S)
+        active.filter(deadline_at__lt=floor).update(deadline_at=floor)
 
 
 def next_record(run: Run) -> PhaseRecord | None:
@@ -166,7 +176,7 @@ def start_phase(run: Run, record: PhaseRecord) -> None:
     record.stage = Stage.NONE
     record.stage_started_at = now
     record.error = ""
-    record.deadline_at = now + clock.real_delta(_limit(ctx))
+    record.deadline_at = now + clock.window(_limit(ctx))
     record.save()
     Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
     run.current_phase = record.phase
@@ -188,7 +198,12 @@ def handle_outcome(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Ou
         return True
     if isinstance(outcome, Wait):
         if timezone.now() > record.deadline_at:
-            limit = clock.minutes_text(_limit(ctx))
+            if nudged_during_look(run):
+                # What the phase waits for may have just come (an agent checked in, a result
+                # arrived) after this look read it: look again before the verdict.
+                wait(run, record, ctx, outcome.reason, 0)
+                return False
+            limit = clock.limit_text(_limit(ctx))
             return handle_outcome(
                 run, record, ctx, Failure(f"timed out after {limit}: {outcome.reason}")
             )
@@ -200,6 +215,14 @@ def handle_outcome(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Ou
         needs_person(run, record, ctx, outcome)
         return False
     return phase_failure(run, record, ctx, outcome)
+
+
+def nudged_during_look(run: Run) -> bool:
+    """Whether the run was nudged (a check-in, a command's result) since this step claimed it."""
+    claimed_at = getattr(run, "claimed_at", None)
+    return claimed_at is not None and (
+        Run.objects.filter(pk=run.pk, nudged_at__gte=claimed_at).exists()
+    )
 
 
 def finish_phase(run: Run, record: PhaseRecord, outcome: Done | Skipped) -> None:
@@ -369,6 +392,8 @@ def fail_run(
         run_ended(run)
         # A suspect node its gates quarantined goes on to break/fix.
         suspect_run_failed(run)
+        # A rollout waiting on this run names the node failed and starts its next one.
+        run_settled(run.pk)
 
 
 def finish_run(run: Run) -> None:

@@ -6,13 +6,14 @@ provisioning/admin.py adds it to the node admin as admin:fleet_node_enroll.
 from __future__ import annotations
 
 from django import forms
-from django.contrib import messages
+from django.contrib import admin, messages
+from django.contrib.admin import AdminSite
 from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
-from fleet.models import Rack, Sku
+from fleet.models import Node, Rack, Sku
 
 from .enrollment import EnrollmentError, enroll_node
 from .redfish import RedfishError
@@ -42,8 +43,8 @@ class EnrollForm(forms.Form):
 
 
 @permission_required("fleet.add_node", raise_exception=True)
-def enroll_view(request: HttpRequest) -> HttpResponse:
-    """Show the form; on POST enroll and go to the node's admin page."""
+def enroll_view(request: HttpRequest, site: AdminSite = admin.site) -> HttpResponse:
+    """Show the form, inside the admin's frame; on POST enroll and go to the node's admin page."""
     form = EnrollForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -68,4 +69,10 @@ def enroll_view(request: HttpRequest) -> HttpResponse:
                 request, f"{verb} {result.node.serial} ({result.components} components)"
             )
             return HttpResponseRedirect(reverse("admin:fleet_node_change", args=[result.node.pk]))
-    return render(request, "provisioning/enroll.html", {"form": form, "title": "Enroll a node"})
+    context = {
+        **site.each_context(request),  # the admin's header, user links and sidebar
+        "opts": Node._meta,
+        "form": form,
+        "title": "Enroll a node from its BMC",
+    }
+    return render(request, "provisioning/enroll.html", context)

@@ -11,12 +11,18 @@ from fleet.models import Manifest, Node
 from .choices import (
     ACTIVE_RUN_STATUSES,
     CERTIFICATE_RESULT_COLORS,
+    OPEN_ROLLOUT_STATES,
+    PHASE_STATUS_COLORS,
+    ROLLOUT_NODE_STATUS_COLORS,
+    ROLLOUT_STATE_COLORS,
     RUN_STATUS_COLORS,
     WIPE_STATUS_COLORS,
     AgentEnvironment,
     CertificateResult,
     CommandStatus,
     PhaseStatus,
+    RolloutNodeStatus,
+    RolloutState,
     RunKind,
     RunStatus,
     Stage,
@@ -119,6 +125,9 @@ class PhaseRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.phase} of run {self.run_id}: {self.status}"
+
+    def get_status_color(self) -> str:
+        return PHASE_STATUS_COLORS[PhaseStatus(self.status)]
 
     @property
     def duration_s(self) -> float | None:
@@ -291,3 +300,75 @@ class WipeCertificate(models.Model):
 
     def get_result_color(self) -> str:
         return CERTIFICATE_RESULT_COLORS[CertificateResult(self.result)]
+
+
+class Rollout(models.Model):
+    """A rolling upgrade: bring the nodes behind a published manifest to it, a few at a time.
+
+    Progress lives in its rows (one RolloutNode per node), never in memory: `advance` reads them,
+    so a rollout survives a crash and resumes where it stood.
+    """
+
+    manifest = models.ForeignKey(Manifest, on_delete=models.PROTECT, related_name="rollouts")
+    concurrency = models.PositiveSmallIntegerField(help_text="Most nodes in flight at once")
+    state = models.CharField(
+        max_length=20, choices=RolloutState.choices, default=RolloutState.RUNNING
+    )
+    reason = models.CharField(max_length=300, blank=True, help_text="Why it was paused or ended")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    # Written first by every advance: that UPDATE is the lock two advancing workers queue on.
+    advanced_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(concurrency__gte=1), name="rollout_concurrency_positive"
+            ),
+            # Two open rollouts of one manifest would each start the same nodes.
+            models.UniqueConstraint(
+                fields=["manifest"],
+                condition=models.Q(state__in=OPEN_ROLLOUT_STATES),
+                name="rollout_one_open_per_manifest",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"rollout {self.pk} to {self.manifest.sku.name} {self.manifest.version}"
+
+    def get_state_color(self) -> str:
+        return ROLLOUT_STATE_COLORS[RolloutState(self.state)]
+
+
+class RolloutNode(models.Model):
+    """One node of a rollout: waiting, its run under way, done, or failed with the reason."""
+
+    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="entries")
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="+")
+    order = models.PositiveIntegerField()
+    status = models.CharField(
+        max_length=20, choices=RolloutNodeStatus.choices, default=RolloutNodeStatus.WAITING
+    )
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # Taken out of service for its upgrade: it stays in flight (it counts against the
+    # concurrency) until it is back in service, not merely until its run ends.
+    took_out = models.BooleanField(default=False)
+    reason = models.CharField(max_length=500, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["rollout", "order"]
+        constraints = [
+            models.UniqueConstraint(fields=["rollout", "node"], name="rollout_node_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} in rollout {self.rollout_id}: {self.status}"
+
+    def get_status_color(self) -> str:
+        return ROLLOUT_NODE_STATUS_COLORS[RolloutNodeStatus(self.status)]

@@ -33,5 +33,6 @@ def plan(manifest: Manifest, kind: str = RunKind.PROVISION) -> list[str]:
         reprovision = gates.planning().suspect_reprovisions(manifest)
         checks = PHASE_NAMES if reprovision else REVALIDATE_PHASES
         return [p.name for p in WIPE_PRELUDE] + list(checks) + steps
-    prelude = [p.name for p in WIPE_PRELUDE] if kind == RunKind.WIPE else []
+    # A tenant release and a rolling upgrade of an in-service node drain it first.
+    prelude = [p.name for p in WIPE_PRELUDE] if kind in (RunKind.WIPE, RunKind.UPGRADE) else []
     return prelude + list(PHASE_NAMES) + steps

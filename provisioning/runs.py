@@ -19,6 +19,7 @@ from fleet.models import Manifest, Node
 from .choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunKind, RunStatus, Stage
 from .models import PhaseRecord, Run
 from .plans import plan
+from .rollout_nudge import run_settled
 from .scheduling import kick_off
 from .wipes import run_ended, run_reopened
 
@@ -164,6 +165,7 @@ def abort_run(run: Run, *, actor, reason: str) -> Run:
             data={"run": run.pk, "action": "abort"},
         )
         run_ended(run)
+        run_settled(run.pk)
     return run
 
 

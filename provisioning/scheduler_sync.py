@@ -5,9 +5,11 @@ person pulled); every admission into service (a person's approval, the profile's
 a click) resumes it (Slurm `State=RESUME`, Kubernetes uncordon). The drain phase of a run does
 its own cordon; these are the moves made by decisions.
 
-The call is made once the move commits: a move rolled back must not leave the scheduler changed.
-Its outcome is an event on the node either way; a scheduler that refuses or does not answer never
-undoes the move, it asks a person to finish the job by hand.
+The call is a Celery task sent once the move commits: a move rolled back must not leave the
+scheduler changed, and a scheduler that is slow (an `scontrol` that hangs, a Kubernetes API far
+away) must never hold the browser's request or the engine's step that made the move. Its outcome
+is an event on the node either way (scheduler_calls); a scheduler that refuses or does not answer
+never undoes the move, it asks a person to finish the job by hand.
 """
 
 from __future__ import annotations
@@ -16,63 +18,47 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from kombu.exceptions import OperationalError
 
 from fleet.choices import EventKind
 from fleet.events import record as record_event
 from fleet.models import Node
 
-from . import schedulers
+from .scheduler_calls import CORDON, RESUME, tell_scheduler_task
+
+__all__ = ["CORDON", "RESUME", "admitted", "pulled_from_service"]
 
 logger = logging.getLogger(__name__)
 
-CORDON = "cordon"
-RESUME = "resume"
 
-
-def tell_scheduler(node: Node, verb: str, reason: str = "") -> bool:
-    """Cordon or resume the node in the configured scheduler now; True when it took.
-
-    No scheduler configured (GREENLIGHT_SCHEDULER empty): nothing to tell, nothing recorded.
-    """
-    if not settings.GREENLIGHT_SCHEDULER:
-        return False
+def _send(node: Node, verb: str, reason: str) -> None:
     try:
-        scheduler = schedulers.configured()
-        if verb == CORDON:
-            scheduler.cordon(node, reason)
-        else:
-            scheduler.uncordon(node)
-    except schedulers.SchedulerError as exc:
-        logger.warning("scheduler %s of %s failed: %s", verb, node.serial, exc)
+        tell_scheduler_task.delay(node.pk, verb, reason)
+    except OperationalError as exc:
+        # The broker is down: the move stands (it committed), and no sweep re-sends this call,
+        # so a person is asked to make it.
+        logger.warning("could not send the scheduler %s of %s: %s", verb, node.serial, exc)
         record_event(
             node,
             EventKind.ATTENTION,
             actor_label="scheduler",
-            message=f"could not {verb} the node in the scheduler ({exc}); do it by hand",
+            message=f"could not ask for the scheduler's {verb} ({exc}); do it by hand",
             data={"scheduler": settings.GREENLIGHT_SCHEDULER, "action": verb, "error": str(exc)},
         )
-        return False
-    name = scheduler.node_name(node)
-    record_event(
-        node,
-        EventKind.UPDATED,
-        actor_label="scheduler",
-        message=(
-            f"cordoned as {name} in {scheduler.label}: {reason}"
-            if verb == CORDON
-            else f"resumed as {name} in {scheduler.label}"
-        ),
-        data={"scheduler": scheduler.name, "action": verb, "node_name": name},
-    )
-    return True
+
+
+def _send_on_commit(node: Node, verb: str, reason: str = "") -> None:
+    if not settings.GREENLIGHT_SCHEDULER:
+        return  # no scheduler configured: nothing to tell, no task to send
+    transaction.on_commit(lambda: _send(node, verb, reason))
 
 
 def pulled_from_service(node: Node, reason: str) -> None:
     """A person took an in-service node out (quarantine): cordon it once the move commits."""
     line = " ".join(f"greenlight: quarantined: {reason}".split())
-    transaction.on_commit(lambda: tell_scheduler(node, CORDON, line))
+    _send_on_commit(node, CORDON, line)
 
 
 def admitted(node: Node) -> None:
     """The node entered service: let the scheduler place work on it once the move commits."""
-    transaction.on_commit(lambda: tell_scheduler(node, RESUME))
+    _send_on_commit(node, RESUME)

@@ -23,7 +23,7 @@ from django.db.models import Q
 from fleet.choices import EventKind, NodeState
 from fleet.events import record as record_event
 from fleet.lifecycle import TransitionError, transition
-from fleet.models import Node
+from fleet.models import Manifest, Node
 
 from .choices import ACTIVE_RUN_STATUSES, RunKind
 from .models import Run
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 SUSPECT_PERM = "fleet.quarantine_node"
 BURN_IN_PERM = "provisioning.request_burn_in"
 # The runs that take an in-service node out and bring it back: drain, re-check, re-admit.
-TAKE_OUT_KINDS = (RunKind.SUSPECT, RunKind.BURN_IN)
+TAKE_OUT_KINDS = (RunKind.SUSPECT, RunKind.BURN_IN, RunKind.UPGRADE)
 REASON_MAX = 500
 
 
@@ -98,6 +98,28 @@ def request_burn_in(node: Node, actor: User, reason: str = "") -> Run:
     )
 
 
+def upgrade_in_service(node: Node, manifest: Manifest, *, actor: User | None, why: str) -> Run:
+    """Take an in-service node out for a rolling upgrade to `manifest`: cordoned and drained,
+    then reprovisioned and re-validated; re-admitted like a suspect node.
+
+    The rollout that calls this checked the actor's right to reprovision when it was started.
+    A node allocated to a tenant is refused: a reprovision may erase its drives.
+    """
+    if node.tenant:
+        raise SuspectRefused(
+            f"node {node.serial} is allocated to a tenant: a reprovision could erase its drives; "
+            "release it first"
+        )
+    return _take_out(
+        node,
+        RunKind.UPGRADE,
+        f"{why}: cordon, drain and reprovision to {manifest.version}",
+        actor=actor,
+        data={"upgrade": manifest.version},
+        manifest=manifest,
+    )
+
+
 def _take_out(
     node: Node,
     kind: str,
@@ -106,6 +128,7 @@ def _take_out(
     actor: User | None,
     actor_label: str = "",
     data: dict[str, Any],
+    manifest: Manifest | None = None,
 ) -> Run:
     """Move an in-service node to releasing and start its run of `kind` (drained first)."""
     if node.state != NodeState.IN_SERVICE:
@@ -126,7 +149,7 @@ def _take_out(
             )
             # Started by the system, as a wipe run is: the reporter needs no right to start runs
             # (an alert has none); the reporter is named on the run and its events.
-            run = start_run(node, kind=kind, move_node=False)
+            run = start_run(node, kind=kind, manifest=manifest, move_node=False)
             if actor is not None:
                 Run.objects.filter(pk=run.pk).update(started_by=actor)
     except (TransitionError, RunError) as exc:

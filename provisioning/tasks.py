@@ -5,13 +5,18 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import before_task_publish, worker_shutdown
 
-from . import engine
+from . import engine, rollouts
 from .bmc import session_pool
+from .rollout_nudge import ADVANCE_ROLLOUT_TASK
+
+# Declared beside the call it makes; imported here, where Celery's autodiscovery looks for tasks.
+from .scheduler_calls import tell_scheduler_task
 from .scheduling import ADVANCE_RUN_TASK
 from .sweep import queue_lag_s, stamp_sent_at
 from .sweep import sweep as sweep_runs
 
 SWEEP_TASK = "provisioning.tasks.sweep"
+__all__ = ["advance_run", "sweep", "tell_scheduler_task"]
 
 
 @shared_task(name=ADVANCE_RUN_TASK)
@@ -20,9 +25,17 @@ def advance_run(run_id: int, step: int) -> None:
     engine.advance(run_id, step)
 
 
+@shared_task(name=ADVANCE_ROLLOUT_TASK)
+def advance_rollout(rollout_id: int) -> None:
+    """Settle a rollout's ended runs and start its next nodes."""
+    rollouts.advance_rollout(rollout_id)
+
+
 @shared_task(name=SWEEP_TASK, bind=True)
 def sweep(self) -> int:
-    """Re-send lost steps (Celery beat runs this periodically)."""
+    """Re-send lost steps and advance open rollouts (Celery beat runs this periodically)."""
+    # A rollout whose wake-up message was lost moves on here.
+    rollouts.advance_open_rollouts()
     return sweep_runs(queue_lag_s=queue_lag_s(self.request))
 
 

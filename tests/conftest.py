@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from fleet.roles import DCIM_READER, FLEET_ADMIN, SITE_TECH
+from greenlight.celery import app as celery_app
 from tests import factories
 
 
@@ -55,3 +56,13 @@ def rack(db):
 @pytest.fixture
 def node(db, rack, manifest):
     return factories.make_node(rack=rack)
+
+
+@pytest.fixture
+def eager_celery():
+    """Run the tasks sent during the test in-process, as a worker would, instead of queueing them."""
+    celery_app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        celery_app.conf.task_always_eager = False

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import DefaultRouter
 
 from ..metrics import metrics_view
-from . import alertmanager, gate_views, run_views, views
+from . import alertmanager, gate_views, rollout_views, run_views, views
 
 router = DefaultRouter()
 # The fleet.
@@ -21,6 +21,7 @@ router.register("events", views.EventViewSet)
 router.register("runs", run_views.RunViewSet)
 router.register("wipe-requests", run_views.WipeRequestViewSet)
 router.register("wipe-certificates", run_views.WipeCertificateViewSet)
+router.register("rollouts", rollout_views.RolloutViewSet)
 router.register("alertmanager", alertmanager.AlertmanagerReceiver, basename="alertmanager")
 # Acceptance.
 router.register("acceptance-profiles", gate_views.AcceptanceProfileViewSet)

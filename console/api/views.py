@@ -23,6 +23,7 @@ from ..exports import node_rows, stream_csv
 from ..inventory import inventory_nodes
 from . import serializers as s
 from .node_actions import NodeActionsMixin, RackActionsMixin
+from .rollout_views import ManifestRolloutMixin
 
 # No DELETE anywhere: inventory rows are protected by runs and events, and documents are retired,
 # not deleted.
@@ -130,7 +131,7 @@ class DocumentViewSet(
         return Response(self.get_serializer(document).data)
 
 
-class ManifestViewSet(DocumentViewSet):
+class ManifestViewSet(ManifestRolloutMixin, DocumentViewSet):
     queryset = Manifest.objects.select_related("sku", "created_by")
     serializer_class = s.ManifestSerializer
     filterset_class = filtersets.ManifestFilterSet

@@ -1,4 +1,4 @@
-"""Drain: before a wipe or a suspect-node check acts, the scheduler lets go of the node.
+"""Drain: before a wipe, a suspect-node check or a rolling upgrade acts, the scheduler lets go of the node.
 
 Cordon through the adapter settings choose, wait (without sleeping) until no job runs, then move
 the node from releasing on: to wiping in a tenant release, to provisioning (the re-check) for a
@@ -23,6 +23,7 @@ NEXT: dict[str, tuple[NodeState, str, str]] = {
     RunKind.WIPE: (NodeState.WIPING, "tenant release of", "erasing every drive"),
     RunKind.SUSPECT: (NodeState.PROVISIONING, "suspect node", "re-checking it, drives kept"),
     RunKind.BURN_IN: (NodeState.PROVISIONING, "burn-in of", "burning it in, drives kept"),
+    RunKind.UPGRADE: (NodeState.PROVISIONING, "upgrade of", "reprovisioning it to its manifest"),
 }
 
 

@@ -191,6 +191,8 @@
       panel.dataset.node = slot.dataset.node;
       history.replaceState(null, "", "?node=" + slot.dataset.node);
       await refreshPanel();
+      // On a narrow screen the open panel comes before the rack (app.css): bring it into view.
+      if (panel.getBoundingClientRect().top < 0) panel.scrollIntoView({ block: "start" });
     });
     const open = document.getElementById("panel");
     if (open && open.dataset.node) {

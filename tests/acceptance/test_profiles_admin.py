@@ -59,7 +59,11 @@ def test_clone_edit_diff_and_publish(client, alice, profile):
     html = client.get(change_url(draft)).content.decode()
     assert "soak_hours: 72" in html and "soak_hours: 24" in html
     assert '<pre class="yaml-diff"' in html
-    client.post(reverse("admin:acceptance_acceptanceprofile_publish", args=[draft.pk]))
+    publish = reverse("admin:acceptance_acceptanceprofile_publish", args=[draft.pk])
+    preview = client.get(publish).content.decode()
+    assert "Publish hgx-h100-8gpu 1.0.1 in place of 1.0.0" in preview
+    assert "soak_hours: 24" in preview and "behind" not in preview
+    client.post(publish, {"confirm": "yes"})
     profile.refresh_from_db()
     draft.refresh_from_db()
     assert (profile.status, draft.status) == (DocumentStatus.RETIRED, DocumentStatus.PUBLISHED)

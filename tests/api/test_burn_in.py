@@ -82,7 +82,7 @@ def _passed(run: Run) -> None:
 
 
 def test_a_passed_take_out_run_is_readmitted_and_resumed_when_the_profile_says_so(
-    node, bob, profile, settings, django_capture_on_commit_callbacks
+    node, bob, profile, settings, eager_celery, django_capture_on_commit_callbacks
 ):
     settings.GREENLIGHT_SCHEDULER = "lab"
     _put(node, NodeState.IN_SERVICE)

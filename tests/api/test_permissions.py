@@ -22,6 +22,7 @@ LIST_ENDPOINTS = [
     "/api/v1/wipe-requests/",
     "/api/v1/wipe-certificates/",
     "/api/v1/events/",
+    "/api/v1/rollouts/",
 ]
 READ_STATUS = {"alice": 200, "bob": 200, "dora": 200, "charlie": 403, "anonymous": 401}
 

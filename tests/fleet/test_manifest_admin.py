@@ -99,7 +99,9 @@ def test_clone_as_new_draft(client, alice, manifest):
 def test_publish_retires_the_previous_version(client, alice, manifest):
     draft = manifest.clone_as_draft(actor=alice)
     client.force_login(alice)
-    response = client.post(reverse("admin:fleet_manifest_publish", args=[draft.pk]))
+    response = client.post(
+        reverse("admin:fleet_manifest_publish", args=[draft.pk]), {"confirm": "yes"}
+    )
     assert response.status_code == 302
     draft.refresh_from_db()
     manifest.refresh_from_db()
@@ -113,7 +115,7 @@ def test_publish_action_on_the_changelist(client, alice, manifest):
     client.force_login(alice)
     response = client.post(
         reverse("admin:fleet_manifest_changelist"),
-        {"action": "publish_selected", "_selected_action": [draft.pk]},
+        {"action": "publish_selected", "_selected_action": [draft.pk], "post": "yes"},
     )
     assert response.status_code == 302
     assert Manifest.current_for(manifest.sku) == draft
@@ -125,7 +127,7 @@ def test_publish_action_refuses_two_drafts_of_one_sku(client, alice, manifest):
     client.force_login(alice)
     client.post(
         reverse("admin:fleet_manifest_changelist"),
-        {"action": "publish_selected", "_selected_action": [first.pk, second.pk]},
+        {"action": "publish_selected", "_selected_action": [first.pk, second.pk], "post": "yes"},
     )
     assert Manifest.current_for(manifest.sku) == manifest
 

@@ -11,19 +11,12 @@ import json
 
 import pytest
 
+from lab.fault_mix import CAUGHT_BY  # the layer that must catch each hardware fault
 from lab.run import LabRun, LabRunConfig, healthy_ok
 from provisioning.models import PhaseRecord
 from provisioning.phases import PHASE_NAMES
 
 FIRMWARE_PHASES = [p for p in PHASE_NAMES if p.endswith("_firmware")]
-# The layer that must catch each hardware fault: the cheapest that explains it.
-CAUGHT_BY = {
-    "gpu_xid79": "gate:burn_in",  # marginal: passes DCGM, fails only under sustained load
-    "nic_slow": "gate:fabric",
-    "nvswitch_topology": "gate:nvbandwidth",
-    "firmware_update_fails": "nvme_firmware",
-    "bmc_unreachable": "preflight",
-}
 
 
 def _named(node: dict) -> bool:

@@ -38,7 +38,7 @@ def _put(node: Node, state: str) -> None:
 
 
 def test_quarantine_cordons_an_in_service_node_and_admission_resumes_it(
-    alice, rack, manifest, slurm, settings, django_capture_on_commit_callbacks
+    alice, rack, manifest, slurm, settings, eager_celery, django_capture_on_commit_callbacks
 ):
     settings.GREENLIGHT_SCHEDULER = "slurm"
     node = allocated_node(rack)
@@ -74,7 +74,7 @@ def test_quarantine_cordons_an_in_service_node_and_admission_resumes_it(
 
 
 def test_a_node_slurm_does_not_know_is_admitted_and_a_person_is_asked(
-    alice, rack, manifest, slurm, settings, django_capture_on_commit_callbacks
+    alice, rack, manifest, slurm, settings, eager_celery, django_capture_on_commit_callbacks
 ):
     settings.GREENLIGHT_SCHEDULER = "slurm"
     node = allocated_node(rack, state=NodeState.AWAITING_APPROVAL)
@@ -142,6 +142,8 @@ def test_the_suspect_node_loop_runs_end_to_end_against_slurm(tmp_path, slurm, se
         assert _drained_flag()
 
         decisions.approve(node, alice, reason="re-checked after the XID report")
+        # The resume is a task the lab's worker runs once the approval commits.
+        until(lambda: not _drained_flag(), "the resume")
         base, flags, _ = parse_node(show())
         assert (base, "DRAIN" in flags) == ("IDLE", False)
 

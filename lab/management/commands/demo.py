@@ -33,6 +33,7 @@ from fleet.lifecycle import RUN_STARTABLE_STATES
 from fleet.models import Node, Rack, Sku
 from fleet.roles import FLEET_ADMIN
 from greenlight.embedded_redis import stop_embedded_redis
+from lab.fault_mix import announce, demo_plan, fault_options, is_hardware
 from provisioning.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
 from provisioning.redfish import RedfishError
 from provisioning.redfish.tls import normalize_fingerprint
@@ -66,6 +67,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, port: int, no_lab: bool, **options) -> None:
         self.children: list[Child] = []
+        self.seeded: list[str] = []  # the lab rack's seeded faults, in words, for the banner
         self.speed = float(os.environ.get("GREENLIGHT_TIME_SCALE") or DEMO_TIME_SCALE)
         self.stopping = False
         self.log_dir = Path(settings.VAR_DIR) / "log"
@@ -179,7 +181,8 @@ class Command(BaseCommand):
         inventory.unlink(missing_ok=True)
         serve = ["lab", "serve", "--nodes", str(LAB_NODES), "--speed", str(self.speed),
                  "--inventory", str(inventory), "--greenlight", self.url,
-                 "--artifact-port", str(ARTIFACT_PORT)]  # fmt: skip
+                 "--artifact-port", str(ARTIFACT_PORT),
+                 *fault_options(demo_plan(LAB_NODES))]  # fmt: skip
         lab = self._started(
             "lab", lambda log: processes.start_command(serve, self._child_env(), log)
         )
@@ -196,6 +199,9 @@ class Command(BaseCommand):
         )
         for problem in problems:
             self.say(f"  {problem}")
+        self.seeded = seeded_faults(json.loads(inventory.read_text()))
+        for line in self.seeded:
+            self.say(f"Lab rack: {line}")
         started = start_demo_runs()
         self.say(f"Provisioning: {started} run(s) started; watch the rack go green")
 
@@ -215,6 +221,7 @@ class Command(BaseCommand):
         lines += [
             f"  Redis:        {redis}",
             f"  Logs:         {_shown(self.log_dir)}/",
+            *(f"  Lab fault:    {line}" for line in self.seeded),
             "  Stop:         Ctrl-C",
             "",
         ]
@@ -266,6 +273,20 @@ def start_demo_runs() -> int:
         ).select_related("rack", "sku")
     )
     return len(runs)
+
+
+def seeded_faults(inventory: dict) -> list[str]:
+    """A line for each node of a lab inventory that carries a hardware fault (the lab's truth).
+
+    Positions are those `enroll_lab_inventory` gives: the inventory's order, from U1.
+    """
+    lines = []
+    for position, entry in enumerate(inventory["nodes"], start=1):
+        for name, param in (entry.get("faults") or {}).items():
+            spec = f"{name}:{param}" if param else name
+            if is_hardware(spec):
+                lines.append(announce(entry["serial"], position, spec))
+    return lines
 
 
 def enroll_lab_inventory(path: Path) -> tuple[int, list[str]]:

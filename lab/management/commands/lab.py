@@ -11,6 +11,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from lab.bmc.flavours import FLAVOURS
+from lab.fault_mix import MIXES
 from lab.faults import CATALOG, parse_fault
 from lab.hall import LabHall
 from lab.run import LabRun, LabRunConfig
@@ -75,7 +76,7 @@ class Command(BaseCommand):
             "run", help="provision a lab rack through the real pipeline and write a summary"
         )
         run.add_argument("--nodes", type=int, default=16)
-        run.add_argument("--faults", choices=["none", "standard"], default="standard")
+        run.add_argument("--faults", choices=MIXES, default="standard")
         run.add_argument("--seed", type=int, default=0)
         run.add_argument("--speed", type=float, default=300.0, help="lab seconds per real second")
         run.add_argument("--passes", type=int, default=1, help="2 shows the idempotent re-run")

@@ -1,0 +1,164 @@
+"""Rollouts over the API: start one on a published manifest, read its progress, steer it.
+
+GET /manifests/<id>/behind/ lists the nodes a manifest puts behind (a publish's preview);
+POST /manifests/<id>/rollouts/ {"concurrency": 2} starts one (201); /rollouts/ lists them with
+their nodes; POST /rollouts/<id>/pause/, resume/, cancel/ steer one. provisioning.rollouts checks
+the right to reprovision (fleet.start_run) and the concurrency; these views parse and render.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from fleet.choices import NodeState
+from greenlight.api.fields import ChoiceField
+from greenlight.api.serializers import BriefUserSerializer
+from provisioning import rollouts
+from provisioning.behind import behind_nodes
+from provisioning.choices import RolloutNodeStatus, RolloutState
+from provisioning.models import Rollout, RolloutNode
+
+from .node_actions import REFUSED
+from .run_serializers import BriefRunSerializer
+from .serializers import BriefManifestSerializer, BriefNodeSerializer
+
+
+class RolloutNodeSerializer(serializers.ModelSerializer):
+    node = BriefNodeSerializer(read_only=True)
+    status = ChoiceField(choices=RolloutNodeStatus.choices, read_only=True)
+    run = BriefRunSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = RolloutNode
+        fields = ["node", "order", "status", "run", "reason", "started_at", "finished_at"]
+        read_only_fields = fields
+
+
+class RolloutSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:rollout-detail")
+    manifest = BriefManifestSerializer(read_only=True)
+    state = ChoiceField(choices=RolloutState.choices, read_only=True)
+    created_by = BriefUserSerializer(read_only=True, allow_null=True)
+    nodes = RolloutNodeSerializer(source="entries", many=True, read_only=True)
+
+    class Meta:
+        model = Rollout
+        fields = [
+            "id",
+            "url",
+            "manifest",
+            "concurrency",
+            "state",
+            "reason",
+            "created_by",
+            "created_at",
+            "finished_at",
+            "nodes",
+        ]
+        read_only_fields = fields
+
+
+class RolloutStartSerializer(serializers.Serializer):
+    # Any JSON: the service says what is wanted of a value that is not a whole number in range.
+    concurrency = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        default=rollouts.DEFAULT_CONCURRENCY,
+        help_text=f"Most nodes in flight at once, 1 to {rollouts.MAX_CONCURRENCY}",
+    )
+
+
+class SteerSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
+
+
+class BehindNodeSerializer(BriefNodeSerializer):
+    rack = serializers.CharField(source="rack.name", default=None, read_only=True)
+    state = ChoiceField(choices=NodeState.choices, read_only=True)
+
+    class Meta(BriefNodeSerializer.Meta):
+        fields = [*BriefNodeSerializer.Meta.fields, "rack", "position", "state"]
+
+
+class BehindSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    nodes = BehindNodeSerializer(many=True)
+
+
+class ManifestRolloutMixin:
+    """GET /manifests/<id>/behind/: the nodes it puts (or has put) behind; the API's preview of
+    a publish. POST /manifests/<id>/rollouts/: bring them to this published manifest."""
+
+    @extend_schema(request=None, responses={200: BehindSerializer})
+    @action(detail=True, methods=["get"])
+    def behind(self, request, pk=None):
+        nodes = list(behind_nodes(self.get_object()))
+        body = {"count": len(nodes), "nodes": nodes}
+        return Response(BehindSerializer(body, context={"request": request}).data)
+
+    @extend_schema(request=RolloutStartSerializer, responses={201: RolloutSerializer, 400: REFUSED})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def rollouts(self, request, pk=None):
+        manifest = self.get_object()
+        form = RolloutStartSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            rollout = rollouts.start_rollout(
+                manifest, actor=request.user, concurrency=form.validated_data["concurrency"]
+            )
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        except rollouts.BadConcurrency as exc:
+            return Response({"concurrency": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        except rollouts.RolloutRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        body = RolloutSerializer(rollout, context={"request": request}).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class RolloutViewSet(viewsets.ReadOnlyModelViewSet):
+    """Rolling upgrades with their nodes, newest first; pause, resume and cancel as POSTs."""
+
+    queryset = Rollout.objects.select_related("manifest__sku", "created_by").prefetch_related(
+        "entries__node", "entries__run"
+    )
+    serializer_class = RolloutSerializer
+    ordering_fields = ["id", "created_at"]
+    ordering = "-id"
+
+    def _steer(self, request, steer, *, with_reason: bool = True):
+        rollout = self.get_object()
+        form = SteerSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        kwargs = {"reason": form.validated_data["reason"]} if with_reason else {}
+        try:
+            rollout = steer(rollout, actor=request.user, **kwargs)
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        except rollouts.RolloutRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(self.get_serializer(rollout).data)
+
+    @extend_schema(request=SteerSerializer, responses={200: RolloutSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def pause(self, request, pk=None):
+        """Start no new node; runs in flight go on."""
+        return self._steer(request, rollouts.pause_rollout)
+
+    @extend_schema(request=None, responses={200: RolloutSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def resume(self, request, pk=None):
+        """Go on starting nodes where the paused rollout stood."""
+        return self._steer(request, rollouts.resume_rollout, with_reason=False)
+
+    @extend_schema(request=SteerSerializer, responses={200: RolloutSerializer})
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    def cancel(self, request, pk=None):
+        """End the rollout: no new node starts; runs in flight finish."""
+        return self._steer(request, rollouts.cancel_rollout)
