@@ -23,6 +23,7 @@ from provisioning.models import AgentCommand
 from provisioning.outcomes import Failure, Outcome
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
+from provisioning.redaction import output_tail
 
 from .attestation import judge_attestation
 from .choices import Verdict
@@ -85,7 +86,7 @@ class AttestationGate(Phase):
         if not isinstance(command, AgentCommand):
             return command
         if command.status == CommandStatus.FAILED:
-            return Failure(f"{GATE}: the agent's attestation failed: {command.output[-300:]}")
+            return Failure(f"{GATE}: the agent's attestation failed: {output_tail(command, 300)}")
         outputs = (command.result or {}).get("outputs") or {}
         thresholds = ATTESTATION.thresholds_with(profile_thresholds(ctx, GATE))
         if ctx.record.stage == Stage.TPM_KEYS:

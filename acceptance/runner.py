@@ -18,6 +18,7 @@ from provisioning.outcomes import Done, Failure, Outcome, Skipped, Wait
 from provisioning.phase_state import GpuResets
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
+from provisioning.redaction import output_tail
 
 from .choices import Verdict
 from .gates import GATES_BY_NAME, Gate
@@ -106,7 +107,7 @@ class GatePhase(Phase):
             if command.status == CommandStatus.FAILED:
                 parts = ", ".join(GpuResets.of(ctx.record.compared).parts) or "GPU"
                 return Failure(
-                    f"{gate.name}: the GPU reset failed: {command.output[-300:]}",
+                    f"{gate.name}: the GPU reset failed: {output_tail(command, 300)}",
                     component=parts,
                     permanent=True,
                     quarantine=True,

@@ -22,51 +22,10 @@ from dataclasses import dataclass
 from django.db.models import Exists, F, OuterRef, QuerySet, Value
 from django.db.models.functions import Length, Replace, Right
 
-from fleet.models import Node
-
-from . import agent_sessions, boot_credentials
-from .models import AgentCommand, AgentSession, BootCredential, PhaseRecord
+from .models import AgentCommand, PhaseRecord
+from .redaction import redactor_for
 
 LINES_PER_PAGE = 500
-REDACTED = "[redacted]"
-# A secret shorter than this is not looked for: replacing every "abc" would wreck the log, and
-# no credential Greenlight mints is that short (a BMC password that short is its own problem).
-MIN_SECRET_CHARS = 4
-# Credentials as a tool may print them whatever their value: the boot credential on a kernel
-# command line, the host credential as the install record spells it.
-CREDENTIAL_PATTERNS = (
-    re.compile(r"(greenlight\.credential=)\S+"),
-    re.compile(r"(\"host_credential\"\s*:\s*\")[^\"\n]*"),
-)
-
-
-class Redactor:
-    """Replaces a node's secrets in text: known values, and credentials by their shape."""
-
-    def __init__(self, secrets: set[str]) -> None:
-        # Longest first, so a secret that contains another is replaced whole; none spans lines,
-        # so a page's line numbers hold after redaction.
-        kept = (s for s in secrets if len(s) >= MIN_SECRET_CHARS and "\n" not in s)
-        wanted = sorted(kept, key=len, reverse=True)
-        self._values = re.compile("|".join(re.escape(s) for s in wanted)) if wanted else None
-
-    def __call__(self, text: str) -> str:
-        if self._values is not None:
-            text = self._values.sub(REDACTED, text)
-        for pattern in CREDENTIAL_PATTERNS:
-            text = pattern.sub(rf"\g<1>{REDACTED}", text)
-        return text
-
-
-def redactor_for(node: Node, session_ids: set[int]) -> Redactor:
-    """What must never show in `node`'s relayed output (sessions: the agents that relayed it)."""
-    secrets = {node.bmc_password or ""}
-    for nonce in BootCredential.objects.filter(node=node).values_list("nonce", flat=True):
-        secrets.add(boot_credentials.derive_secret(node.pk, nonce))
-    sessions = AgentSession.objects.filter(node=node, pk__in=session_ids)
-    for boot_id, nonce in sessions.values_list("boot_id", "nonce"):
-        secrets.add(agent_sessions.derive_token(node.pk, boot_id, nonce))
-    return Redactor(secrets)
 
 
 @dataclass(frozen=True)

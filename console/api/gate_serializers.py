@@ -9,6 +9,7 @@ from acceptance.gates import gate_choices
 from acceptance.models import AcceptanceProfile, Decision, GateResult
 from greenlight.api.fields import ChoiceField, DisplayField
 from greenlight.api.serializers import BriefUserSerializer
+from provisioning.redaction import redactor_for
 
 from .run_serializers import BriefRunSerializer
 from .serializers import BriefNodeSerializer, DocumentSerializer
@@ -53,9 +54,15 @@ class GateResultSerializer(serializers.ModelSerializer):
 
 
 class GateResultDetailSerializer(GateResultSerializer):
+    # The tools' output comes from the node: a node's secrets in it never leave (redaction.py).
+    raw_output = serializers.SerializerMethodField()
+
     class Meta(GateResultSerializer.Meta):
         fields = GateResultSerializer.Meta.fields + ["raw_output"]
         read_only_fields = fields
+
+    def get_raw_output(self, result: GateResult) -> dict:
+        return redactor_for(result.node).tree(result.raw_output)
 
 
 class DecisionSerializer(serializers.ModelSerializer):

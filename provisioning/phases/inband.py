@@ -17,6 +17,7 @@ from ..inventory import record_inband
 from ..models import AgentCommand
 from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
 from ..phase_state import FlashedDevices
+from ..redaction import output_last_line, output_tail
 from ..wipes import erase_finished
 from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, ensure_ephemeral
@@ -146,8 +147,8 @@ class InbandFirmware(Phase):
         result = command.result or {}
         if command.status == CommandStatus.FAILED:
             device = result.get("failed_device") or self.kind
-            tail = command.output.strip().splitlines()[-1:] or ["no output"]
-            return Failure(f"{device}: firmware update failed: {tail[0]}", component=device)
+            tail = output_last_line(command)
+            return Failure(f"{device}: firmware update failed: {tail}", component=device)
         flashed = FlashedDevices.from_agent(result.get("flashed") or [])
         ctx.record.compared = flashed.into(ctx.record.compared)
         ctx.record.save(update_fields=["compared"])
@@ -228,7 +229,9 @@ class SecureErase(Phase):
                 ]
         if command.status == CommandStatus.FAILED or failed:
             first = (
-                failed[0] if failed else {"serial": "drive", "verification": command.output[-200:]}
+                failed[0]
+                if failed
+                else {"serial": "drive", "verification": output_tail(command, 200)}
             )
             return Failure(
                 f"drive {first.get('serial')}: erase failed: {first.get('verification')}",
@@ -281,8 +284,7 @@ class OsInstall(Phase):
         if not isinstance(command, AgentCommand):
             return command
         if command.status == CommandStatus.FAILED:
-            tail = command.output.strip().splitlines()[-1:] or ["no output"]
-            return Failure(f"OS install failed: {tail[0]}", component="os")
+            return Failure(f"OS install failed: {output_last_line(command)}", component="os")
         before = ctx.record.compared.get("drift", [{}])[0].get("actual", "")
         return Done(
             changes=[{"component": "os_image", "from": before[:12], "to": image["sha256"][:12]}],

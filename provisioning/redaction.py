@@ -1,0 +1,85 @@
+"""A node's secrets kept out of what its agent sent, wherever that text is shown or quoted.
+
+What an agent relays comes from the node: a tool may print the node's BMC password, its boot
+credential (the kernel log carries the kernel command line) or the agent's own token. That text
+is stored as the agent sent it and redacted where a person or a client reads it: a phase's log,
+a gate result's raw output in the API, a phase error quoting a command's last words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from fleet.models import Node
+
+from . import agent_sessions, boot_credentials
+from .models import AgentCommand, AgentSession, BootCredential
+
+REDACTED = "[redacted]"
+# A secret shorter than this is not looked for: replacing every "abc" would wreck the log, and
+# no credential Greenlight mints is that short (a BMC password that short is its own problem).
+MIN_SECRET_CHARS = 4
+# Credentials as a tool may print them whatever their value: the boot credential on a kernel
+# command line, the host credential as the install record spells it.
+CREDENTIAL_PATTERNS = (
+    re.compile(r"(greenlight\.credential=)\S+"),
+    re.compile(r"(\"host_credential\"\s*:\s*\")[^\"\n]*"),
+)
+
+
+class Redactor:
+    """Replaces a node's secrets in text: known values, and credentials by their shape."""
+
+    def __init__(self, secrets: set[str]) -> None:
+        # Longest first, so a secret that contains another is replaced whole; none spans lines,
+        # so a page's line numbers hold after redaction.
+        kept = (s for s in secrets if len(s) >= MIN_SECRET_CHARS and "\n" not in s)
+        wanted = sorted(kept, key=len, reverse=True)
+        self._values = re.compile("|".join(re.escape(s) for s in wanted)) if wanted else None
+
+    def __call__(self, text: str) -> str:
+        if self._values is not None:
+            text = self._values.sub(REDACTED, text)
+        for pattern in CREDENTIAL_PATTERNS:
+            text = pattern.sub(rf"\g<1>{REDACTED}", text)
+        return text
+
+    def tree(self, value: Any) -> Any:
+        """`value` (JSON: dicts, lists, strings...) with every string redacted, keys included."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {self(str(k)): self.tree(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.tree(v) for v in value]
+        return value
+
+
+def redactor_for(node: Node, session_ids: Iterable[int] | None = None) -> Redactor:
+    """What must never show in `node`'s relayed output.
+
+    `session_ids` names the agents that relayed it; None means every agent the node has had.
+    """
+    secrets = {node.bmc_password or ""}
+    for nonce in BootCredential.objects.filter(node=node).values_list("nonce", flat=True):
+        secrets.add(boot_credentials.derive_secret(node.pk, nonce))
+    sessions = AgentSession.objects.filter(node=node)
+    if session_ids is not None:
+        sessions = sessions.filter(pk__in=set(session_ids))
+    for boot_id, nonce in sessions.values_list("boot_id", "nonce"):
+        secrets.add(agent_sessions.derive_token(node.pk, boot_id, nonce))
+    return Redactor(secrets)
+
+
+def output_tail(command: AgentCommand, chars: int) -> str:
+    """The last `chars` characters of a command's output, redacted: fit to quote in an error."""
+    sessions = [command.session_id] if command.session_id else []
+    return redactor_for(command.node, sessions)(command.output)[-chars:]
+
+
+def output_last_line(command: AgentCommand) -> str:
+    """A command's last line of output, redacted ("no output" where it printed nothing)."""
+    lines = output_tail(command, 2000).strip().splitlines()
+    return lines[-1] if lines else "no output"

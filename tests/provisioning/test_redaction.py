@@ -1,0 +1,118 @@
+"""A node's secrets never leave in what its agent sent: gate results' raw output, quoted errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from acceptance.choices import Verdict
+from acceptance.gates import GateName
+from acceptance.models import GateResult
+from provisioning import redaction
+from provisioning.agent_sessions import CheckIn, check_in
+from provisioning.boot_credentials import ephemeral_credential, secret_of
+from provisioning.choices import CommandStatus, Stage
+from provisioning.models import AgentCommand, PhaseRecord
+from provisioning.outcomes import Failure
+from provisioning.phases import PHASES_BY_NAME
+from provisioning.phases.base import PhaseContext
+from tests import factories
+from tests.support.scenes import make_run
+
+pytestmark = pytest.mark.django_db
+
+BMC_PASSWORD = "Tr0ub4dor-bmc-&3"
+
+
+@pytest.fixture
+def node(rack, manifest):
+    return factories.make_node("SN-RED-1", rack=rack, bmc_password=BMC_PASSWORD)
+
+
+@pytest.fixture
+def secrets(node):
+    """A run whose agent checked in: (run, boot secret, agent token, session)."""
+    run = make_run(node, phases_done=9)
+    boot_secret = secret_of(ephemeral_credential(run))
+    session, token = check_in(
+        CheckIn(node.serial, node.mac_addresses, "boot-red", "ephemeral", boot_secret)
+    )
+    return run, boot_secret, token, session
+
+
+def leaky_text(boot_secret: str, token: str) -> str:
+    return (
+        f"Command line: BOOT_IMAGE=/vmlinuz greenlight.credential={boot_secret} quiet\n"
+        f"ipmitool -P {BMC_PASSWORD} chassis status\n"
+        f"Authorization: Bearer {token}\n"
+    )
+
+
+def test_the_redactor_replaces_longest_secrets_first_and_ignores_tiny_ones():
+    redact = redaction.Redactor({"abc", "s3cret", "s3cret-longer", "two\nlines"})
+    text = "abc s3cret-longer s3cret greenlight.credential=XYZ two"
+    assert redact(text) == "abc [redacted] [redacted] greenlight.credential=[redacted] two"
+
+
+def test_a_tree_is_redacted_in_every_string_and_key_and_keeps_its_other_values():
+    redact = redaction.Redactor({"hunter22"})
+    tree = {"dmesg": ["ok", "pw hunter22"], "hunter22": {"n": 3, "on": True, "x": None}}
+    assert redact.tree(tree) == {
+        "dmesg": ["ok", "pw [redacted]"],
+        "[redacted]": {"n": 3, "on": True, "x": None},
+    }
+
+
+def test_the_api_shows_a_gate_results_raw_output_redacted_and_keeps_it_stored(
+    client, admin_user, node, secrets
+):
+    run, boot_secret, token, _ = secrets
+    raw = {"dmesg": leaky_text(boot_secret, token), "dcgmi": "Diagnostic: Pass"}
+    result = GateResult.objects.create(
+        run=run, node=node, gate=GateName.GPU_HEALTH, verdict=Verdict.PASS, raw_output=raw
+    )
+    client.force_login(admin_user)
+    response = client.get(f"/api/v1/gate-results/{result.pk}/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    for secret in (boot_secret, BMC_PASSWORD, token):
+        assert secret not in body
+    shown = response.json()["raw_output"]
+    assert shown["dcgmi"] == "Diagnostic: Pass"
+    assert "greenlight.credential=[redacted]" in shown["dmesg"]
+    assert "ipmitool -P [redacted] chassis status" in shown["dmesg"]
+    result.refresh_from_db()
+    assert result.raw_output == raw  # nothing lost: the evidence is kept as the node sent it
+
+
+def test_a_phase_error_quoting_a_failed_commands_output_is_redacted(node, secrets):
+    run, boot_secret, token, session = secrets
+    record = PhaseRecord.objects.get(run=run, phase="nic_firmware")
+    command = AgentCommand.objects.create(
+        node=node,
+        run=run,
+        session=session,
+        phase="nic_firmware",
+        kind="flash_firmware",
+        status=CommandStatus.FAILED,
+        output=f"flint -d mlx5_0 burn\nflash refused, BMC said: password {BMC_PASSWORD} locked",
+        result={"failed_device": "ConnectX-7 0"},
+    )
+    record.stage, record.command = Stage.FLASHING, command
+    ctx = PhaseContext(run=run, node=node, record=record, manifest=run.manifest.spec,
+                       command_fresh=True)  # fmt: skip
+    outcome = PHASES_BY_NAME["nic_firmware"].flashed(ctx)
+    assert isinstance(outcome, Failure)
+    assert outcome.reason == (
+        "ConnectX-7 0: firmware update failed: flash refused, BMC said: password [redacted] locked"
+    )
+
+
+def test_a_commands_tail_is_cut_after_redaction_so_no_half_secret_shows(node, secrets):
+    run, boot_secret, token, session = secrets
+    command = AgentCommand.objects.create(
+        node=node, run=run, session=session, phase="gate:gpu_health", kind="run_tools",
+        output=f"reset failed\n{leaky_text(boot_secret, token)}",
+    )  # fmt: skip
+    tail = redaction.output_tail(command, 60)
+    assert len(tail) <= 60 and token[-8:] not in tail and tail.endswith("Bearer [redacted]\n")
+    assert redaction.output_last_line(command) == "Authorization: Bearer [redacted]"
