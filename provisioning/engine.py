@@ -8,7 +8,7 @@ becomes a task scheduled for later and the worker lets go.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -87,7 +87,6 @@ def advance(run_id: int, step: int) -> None:
         return
     due, was_status = run.next_look_at, run.status
     run.step, run.status, run.next_look_at = step + 1, RunStatus.RUNNING, lease
-    run.claimed_at = now
     if due is not None:
         if was_status == RunStatus.RUNNING:
             # A lease that lapsed: its worker died when the lease began, not when it ended.
@@ -101,9 +100,9 @@ def advance(run_id: int, step: int) -> None:
         if record is None:
             finish_run(run)
             return
-        if not take_one_look(run, record, command_fresh=True):
+        if not take_one_look(run, record, command_fresh=True, claimed_at=now):
             return
-    hand_over(run, timezone.now())
+    hand_over(run, timezone.now(), claimed_at=now)
 
 
 def excuse_lateness(run: Run, late: timedelta) -> None:
@@ -134,11 +133,18 @@ def next_record(run: Run) -> PhaseRecord | None:
     return record
 
 
-def take_one_look(run: Run, record: PhaseRecord, *, command_fresh: bool = False) -> bool:
+def take_one_look(
+    run: Run,
+    record: PhaseRecord,
+    *,
+    command_fresh: bool = False,
+    claimed_at: datetime | None = None,
+) -> bool:
     """Run one look of a phase; True when it finished and the next phase may start now.
 
     `command_fresh`: the record's agent command was read in the same query as the record, at
-    this look's start (next_record does), so the phase need not read it again.
+    this look's start (next_record does), so the phase need not read it again. `claimed_at`:
+    when this step claimed the run (a nudge after it means the look may have missed news).
     """
     if record.status in (PhaseStatus.PENDING, PhaseStatus.FAILED):
         start_phase(run, record)
@@ -148,6 +154,7 @@ def take_one_look(run: Run, record: PhaseRecord, *, command_fresh: bool = False)
         record=record,
         manifest=run.manifest.spec,
         command_fresh=command_fresh,
+        claimed_at=claimed_at,
     )
     try:
         outcome = phase_for(record.phase).execute(ctx)
@@ -198,7 +205,7 @@ def handle_outcome(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Ou
         return True
     if isinstance(outcome, Wait):
         if timezone.now() > record.deadline_at:
-            if nudged_during_look(run):
+            if nudged_during_look(run, ctx.claimed_at):
                 # What the phase waits for may have just come (an agent checked in, a result
                 # arrived) after this look read it: look again before the verdict.
                 wait(run, record, ctx, outcome.reason, 0)
@@ -217,9 +224,8 @@ def handle_outcome(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Ou
     return phase_failure(run, record, ctx, outcome)
 
 
-def nudged_during_look(run: Run) -> bool:
+def nudged_during_look(run: Run, claimed_at: datetime | None) -> bool:
     """Whether the run was nudged (a check-in, a command's result) since this step claimed it."""
-    claimed_at = getattr(run, "claimed_at", None)
     return claimed_at is not None and (
         Run.objects.filter(pk=run.pk, nudged_at__gte=claimed_at).exists()
     )
@@ -268,7 +274,7 @@ def wait(run: Run, record: PhaseRecord, ctx: PhaseContext, reason: str, seconds:
             message=f"{record.phase}: {reason}",
             data={"run": run.pk, "phase": record.phase},
         )
-    hand_over(run, due, wait_reason=text[:300])
+    hand_over(run, due, wait_reason=text[:300], claimed_at=ctx.claimed_at)
 
 
 def transient_failure(
@@ -313,7 +319,7 @@ def phase_failure(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Fai
         budget="failure",
         component=outcome.component,
     )
-    hand_over(run, timezone.now() + clock.real_delta(30))
+    hand_over(run, timezone.now() + clock.real_delta(30), claimed_at=ctx.claimed_at)
     return False
 
 

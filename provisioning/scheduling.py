@@ -32,16 +32,18 @@ def send_step(run_id: int, step: int, countdown: float = 0.0) -> None:
     transaction.on_commit(send)
 
 
-def hand_over(run: Run, due: datetime, wait_reason: str | None = None) -> None:
+def hand_over(
+    run: Run, due: datetime, wait_reason: str | None = None, *, claimed_at: datetime | None = None
+) -> None:
     """End the current step: the run waits until `due` (or now, if it was nudged meanwhile).
 
-    `wait_reason`, when given, is written with it (what the run is waiting for).
+    `wait_reason`, when given, is written with it (what the run is waiting for); `claimed_at`
+    is when the step claimed the run (without it, a nudge during the step is not looked for).
 
     `next_look_at` is written first: if the message is lost (Redis flushed, worker killed), the
     sweep finds the run overdue and sends it again.
     """
     now = timezone.now()
-    claimed_at = getattr(run, "claimed_at", None)
     fields = {"status": RunStatus.WAITING, "next_look_at": due}
     if wait_reason is not None:
         fields["wait_reason"] = wait_reason

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,8 @@ class PhaseContext:
     manifest: dict[str, Any]
     # The record's agent command was read with it at this look's start: no second read needed.
     command_fresh: bool = False
+    # When this look's step claimed the run; None outside a step (a test's or a tool's look).
+    claimed_at: datetime | None = None
     _bmc: RedfishClient | None = field(default=None, repr=False)
     _bmc_lease: ExitStack = field(default_factory=ExitStack, repr=False)
     # Lookups a phase makes more than once in one look (a gate's thresholds), kept for the look.

@@ -94,10 +94,9 @@ def test_hand_over_honours_a_nudge_that_came_while_the_step_ran(
     claimed_at = timezone.now() - timedelta(seconds=5)
     nudged_at = {"before the claim": claimed_at - timedelta(seconds=1), "during": timezone.now()}
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, nudged_at=nudged_at.get(nudged))
-    run.claimed_at = claimed_at
     later = timezone.now() + timedelta(hours=1)
     with django_capture_on_commit_callbacks(execute=False) as sent:
-        hand_over(run, later, wait_reason="waiting")
+        hand_over(run, later, wait_reason="waiting", claimed_at=claimed_at)
     run.refresh_from_db()
     assert run.status == RunStatus.WAITING and run.wait_reason == "waiting"
     assert (run.next_look_at < later) is look_now
