@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,22 +34,51 @@ async def inventory(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Lo
     return await hw.inventory()
 
 
+def _flash_targets(params: dict) -> list[dict]:
+    targets = params.get("targets")
+    wanted = ("version", "url", "sha256")
+    if not isinstance(targets, list) or not all(
+        isinstance(t, dict) and all(isinstance(t.get(k), str) and t[k] for k in wanted)
+        for t in targets
+    ):
+        raise CommandFailed(
+            "flash_firmware: targets must be a list of {model, version, url, sha256}"
+        )
+    return targets
+
+
 async def flash_firmware(hw: Hardware, http: httpx.AsyncClient, params: dict, log: Log) -> dict:
-    """Flash every device of one kind that is not at the target version (and only those)."""
-    kind, version = params["component"], params["version"]
+    """Flash every device of one kind that is not at its target's version (and only those).
+
+    Each device takes the first target whose model covers it (`protocol.firmware_target_for`);
+    each artifact is fetched and verified once, and a controller is flashed once however many
+    namespaces it shows.
+    """
+    kind, targets = params["component"], _flash_targets(params)
     devices = (await hw.inventory()).get(INVENTORY_KEYS[kind], [])
-    behind = [d for d in devices if d.get("firmware") != version]
+    plan: list[tuple[dict, dict]] = []
+    seen: set[str] = set()
+    for device in devices:
+        target = protocol.firmware_target_for(device, targets)
+        controller = device.get("controller") or _name(kind, device)
+        if target is None or device.get("firmware") == target["version"] or controller in seen:
+            continue
+        seen.add(controller)
+        plan.append((device, target))
     flashed: list[dict] = []
-    if not behind:
-        log(f"every {kind} already runs {version}")
+    if not plan:
+        log(f"every {kind} already runs its target version")
         return {"flashed": [], "needs_reset": False, "needs_power_cycle": False}
-    image = await fetch_verified(http, params["url"], params["sha256"])
-    log(f"{params['url']}: sha256 verified")
+    images: dict[str, Path] = {}
     needs_reset = needs_cycle = False
     try:
-        for device in behind:
+        for device, target in plan:
+            if target["url"] not in images:
+                images[target["url"]] = await fetch_verified(http, target["url"], target["sha256"])
+                log(f"{target['url']}: sha256 verified")
+            version = target["version"]
             try:
-                effect = await hw.flash(kind, device, image, version, log)
+                effect = await hw.flash(kind, device, images[target["url"]], version, log)
             except HardwareError as exc:
                 raise CommandFailed(
                     str(exc), {"flashed": flashed, "failed_device": _name(kind, device)}
@@ -64,7 +94,8 @@ async def flash_firmware(hw: Hardware, http: httpx.AsyncClient, params: dict, lo
             needs_reset |= bool(effect.get("needs_reset"))
             needs_cycle |= bool(effect.get("needs_power_cycle"))
     finally:
-        image.unlink(missing_ok=True)
+        for image in images.values():
+            image.unlink(missing_ok=True)
     return {"flashed": flashed, "needs_reset": needs_reset, "needs_power_cycle": needs_cycle}
 
 

@@ -44,6 +44,28 @@ COMMAND_KINDS = (
 # inventory, which is what Greenlight observes the node by.
 CHANGES_INVENTORY = (INVENTORY, FLASH_FIRMWARE, SECURE_ERASE, INSTALL_OS)
 
+
+def model_fits(wanted: str | None, *labels: str) -> bool:
+    """Whether a firmware target for model `wanted` covers a device labelled `labels`.
+
+    A target without a model covers every device of its kind; one with a model covers the
+    devices whose model (or name) contains it, case aside ("MZQL27T6HBLA" covers the drive
+    model "MZQL27T6HBLA-00A07"). Greenlight's Redfish phases and the agent's flash command
+    both decide by this one rule.
+    """
+    if not wanted:
+        return True
+    wanted = wanted.lower()
+    return any(wanted in label.lower() for label in labels if label)
+
+
+def firmware_target_for(device: dict, targets: list[dict]) -> dict | None:
+    """The first of a flash command's `targets` ({model, version, url, sha256}, per-model ones
+    first) that covers `device` (an inventory entry with model and name), or None."""
+    labels = (str(device.get("model") or ""), str(device.get("name") or ""))
+    return next((t for t in targets if model_fits(t.get("model"), *labels)), None)
+
+
 # Tools run_tool may run (the acceptance gates' tools).
 TOOLS = (
     "attestation",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agent import protocol
 from fleet.manifests import DEFAULT_PARTS
 
 from .redfish import FirmwareItem
@@ -41,13 +42,17 @@ def targets(kind: str, block: dict[str, Any] | None) -> list[Target]:
     return out
 
 
+def for_agent(kind: str, block: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The targets as the agent's flash command takes them ({model, version, url, sha256}),
+    per-model ones first: the agent picks each device's by `protocol.firmware_target_for`."""
+    return [
+        {"model": t.model, "version": t.version, "url": t.url, "sha256": t.sha256}
+        for t in targets(kind, block)
+    ]
+
+
 def _fits(target: Target, item: FirmwareItem) -> bool:
-    if item.part not in target.parts:
-        return False
-    if target.model is None:
-        return True
-    wanted = target.model.lower()
-    return wanted in item.model.lower() or wanted in item.name.lower()
+    return item.part in target.parts and protocol.model_fits(target.model, item.model, item.name)
 
 
 def target_for(item: FirmwareItem, candidates: list[Target]) -> Target | None:

@@ -9,7 +9,7 @@ from django.utils import timezone
 from agent import protocol
 from fleet.models import Node
 
-from .. import agent_link
+from .. import agent_link, firmware_targets
 from ..agent_link import EPHEMERAL, HOST_OS, is_alive, live_session
 from ..boot_credentials import HOST_CREDENTIAL_ID, mint_host_credential
 from ..choices import CertificateResult, CommandStatus, RunKind, Stage
@@ -87,7 +87,11 @@ class WaitForAgent(Phase):
 
 
 class InbandFirmware(Phase):
-    """NIC, DPU or NVMe firmware, flashed by the agent with the vendor's tool."""
+    """NIC, DPU or NVMe firmware, flashed by the agent with the vendor's tool.
+
+    Each device answers to its own model's target where the manifest has one (two drive makers
+    in one node get two artifacts), else to the kind's; a device no target covers is left alone.
+    """
 
     auditable = True
 
@@ -105,13 +109,14 @@ class InbandFirmware(Phase):
         return agent_link.inventory(session).get(INVENTORY_KEYS[self.kind], [])
 
     def diff(self, ctx: PhaseContext, observed: list[dict[str, Any]]) -> list[Drift]:
-        target = self.target(ctx)
-        if target is None:
-            return []
-        return [
-            Drift(d.get("name") or f"{self.kind} {i}", target["version"], d.get("firmware"))
-            for i, d in enumerate(observed)
-        ]
+        candidates = firmware_targets.for_agent(self.kind, self.target(ctx))
+        drifts = []
+        for i, device in enumerate(observed):
+            wanted = protocol.firmware_target_for(device, candidates)
+            if wanted is not None:
+                name = device.get("name") or f"{self.kind} {i}"
+                drifts.append(Drift(name, wanted["version"], device.get("firmware")))
+        return drifts
 
     def execute(self, ctx: PhaseContext) -> Outcome:
         target = self.target(ctx)
@@ -123,7 +128,10 @@ class InbandFirmware(Phase):
             skipped = ctx.no_delta(drifts)
             if skipped is not None:
                 return skipped
-            params = {"component": self.kind, **target}
+            params = {
+                "component": self.kind,
+                "targets": firmware_targets.for_agent(self.kind, target),
+            }
             return send_command(ctx, protocol.FLASH_FIRMWARE, params, Stage.FLASHING)
         if stage == Stage.FLASHING:
             return self.flashed(ctx)
@@ -137,7 +145,7 @@ class InbandFirmware(Phase):
                         recheck_seconds=120,
                     )
                 return waiting
-            return self.verify(ctx, target)
+            return self.verify(ctx)
         return Failure(f"unknown stage {stage!r}")
 
     def flashed(self, ctx: PhaseContext) -> Outcome:
@@ -162,9 +170,9 @@ class InbandFirmware(Phase):
             )
         if result.get("needs_reset"):
             return boot_ephemeral(ctx, Stage.REBOOTING)
-        return self.verify(ctx, self.target(ctx))
+        return self.verify(ctx)
 
-    def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+    def verify(self, ctx: PhaseContext) -> Outcome:
         session = live_session(ctx.node)
         if session is None:
             raise agent_link.AgentUnavailable(f"no agent is checked in for {ctx.node.serial}")
@@ -175,9 +183,9 @@ class InbandFirmware(Phase):
         devices = observed.get(INVENTORY_KEYS[self.kind], [])
         behind = [d for d in self.diff(ctx, devices) if not d.matched]
         if behind:
-            names = ", ".join(f"{d.component} at {d.actual}" for d in behind)
+            names = ", ".join(f"{d.component} at {d.actual}, not {d.expected}" for d in behind)
             return Failure(
-                f"{self.kind} firmware not {target['version']} after the update: {names}",
+                f"{self.kind} firmware not at its target after the update: {names}",
                 component=behind[0].component,
             )
         Node.objects.filter(pk=ctx.node.pk).update(attention="")
