@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libvirt
 
+from lab.sushy import Sushy
+
 from . import libvirt_host
 from .domain import NAME_PREFIX, VmSpec, domain_xml
 from .packages import missing_packages, missing_python_modules
-from .sushy import Sushy, start_sushy
+from .sushy import start_vm_bmc
 
 DISK_BYTES = 1 << 30  # the OS image (a hybrid ISO, ~160 MB) is written here
 NVME_BYTES = 512 << 20
@@ -79,7 +80,7 @@ class VmTier:
         # Greenlight's Redfish client drives a BMC's first system: one emulator per VM, each
         # serving only its own domain.
         for node in self.nodes:
-            node.bmc = start_sushy(self.workdir / "bmc" / node.spec.name, _free_port(), [node.uuid])
+            node.bmc = start_vm_bmc(self.workdir / "bmc" / node.spec.name, [node.uuid])
 
     def down(self) -> None:
         """Stop the emulators, destroy and undefine every tier VM, stop daemons we started."""
@@ -136,9 +137,3 @@ def _memory_dir(workdir: Path) -> Path:
     path = shm / f"greenlight-vm-tier-{digest}"
     path.mkdir(mode=0o700, exist_ok=True)
     return path
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

@@ -7,7 +7,7 @@ import pytest
 from lab.hall import LabBmc, LabHall
 from provisioning.redfish import RedfishClient
 
-from .sushy import start_sushy, stop_sushy
+from .sushy import start_fake_sushy
 
 
 @pytest.fixture
@@ -28,8 +28,8 @@ def lab_client(bmc: LabBmc, **kw) -> RedfishClient:
 def sushy(tmp_path_factory):
     """sushy-tools' emulator with its fake driver, basic auth and TLS, for the whole run."""
     try:
-        running = start_sushy(tmp_path_factory.mktemp("sushy"))
+        running = start_fake_sushy(tmp_path_factory.mktemp("sushy"))
     except FileNotFoundError:
         pytest.skip("sushy-emulator is not installed")
     yield running
-    stop_sushy(running)
+    running.stop()

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import httpx
 
-from .sushy import free_port
+from lab.processes import free_port
 
 STATIC_BIN = Path(sys.executable).parent / "sushy-static"
 CAPTURES = Path(__file__).resolve().parent / "captures"

@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 from provisioning.redfish import PowerAction, PowerState, RedfishClient
 from provisioning.redfish.errors import ActionNotSupported, AuthenticationRefused, RedfishError
 from tests import factories
+from tests.redfish.sushy import SYSTEM_MAC, SYSTEM_UUID
 
 pytestmark = pytest.mark.peer
 
@@ -39,7 +40,7 @@ def test_basic_auth_over_pinned_tls_and_identity(sushy):
     with client(sushy) as c:
         info = c.system_info()
         assert c.auth_mode == "basic"  # sushy has no SessionService
-    assert info.id == sushy.system_uuid
+    assert info.id == SYSTEM_UUID
     assert info.manufacturer == "Sushy Emulator"
 
 
@@ -78,7 +79,7 @@ def test_bios_and_firmware_inventory_are_reported_as_not_offered(sushy):
         with pytest.raises(RedfishError, match="404|no firmware inventory") as caught:
             c.firmware_inventory()
         assert "FirmwareInventory" in caught.value.url or "UpdateService" in caught.value.url
-        assert c.mac_addresses() == [sushy.mac]
+        assert c.mac_addresses() == [SYSTEM_MAC]
 
 
 def test_redfish_probe_command(sushy, capsys):
@@ -93,9 +94,9 @@ def test_redfish_probe_command(sushy, capsys):
     )
     out = capsys.readouterr().out
     result = json.loads(out)
-    assert result["system_id"] == sushy.system_uuid
+    assert result["system_id"] == SYSTEM_UUID
     assert result["cert_fingerprint"] == sushy.fingerprint
-    assert result["macs"] == [sushy.mac]
+    assert result["macs"] == [SYSTEM_MAC]
     assert set(result["unsupported"]) >= {"bios", "firmware_inventory"}
     assert sushy.password not in out
 
@@ -134,7 +135,7 @@ def test_enroll_command(sushy, capsys):
     # sushy's system has no SerialNumber: the chassis's stands in (quirks.serial_number).
     with client(sushy) as c:
         assert node.serial == c.system_info().serial != ""
-    assert node.mac_addresses == [sushy.mac]
+    assert node.mac_addresses == [SYSTEM_MAC]
     assert node.bmc_cert_fingerprint == sushy.fingerprint
     assert "firmware_inventory" in summary["unsupported"]
     assert sushy.password not in out
