@@ -113,15 +113,23 @@ def start_agent_api(
 
 
 def start_worker(
-    env: dict[str, str], *, concurrency: int = 16, name: str = "lab", log=None
+    env: dict[str, str],
+    *,
+    concurrency: int = 16,
+    name: str = "lab",
+    log=None,
+    loglevel: str = "WARNING",
 ) -> subprocess.Popen:
-    """Start a Celery worker (thread pool: steps wait on the network, not the CPU)."""
+    """Start a Celery worker (thread pool: steps wait on the network, not the CPU).
+
+    It returns once the worker answers a ping. At INFO its log names every task it takes.
+    """
     queue = env.get("CELERY_QUEUE", settings.CELERY_TASK_DEFAULT_QUEUE)
     node_name = f"{name}-{os.getpid()}-{time.monotonic_ns()}@%h"
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "greenlight", "worker", "-Q", queue,
          "-P", "threads", "-c", str(concurrency), "--without-gossip", "--without-mingle",
-         "--without-heartbeat", "-l", "WARNING", "-n", node_name],
+         "--without-heartbeat", "-l", loglevel, "-n", node_name],
         cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.processes import free_port
+
 TOOLS = ("slurmctld", "slurmd", "scontrol", "sbatch", "scancel")
 NODE = "gl-node-1"
 
@@ -24,12 +26,6 @@ needs_slurm = pytest.mark.skipif(
     any(shutil.which(t) is None for t in TOOLS) or os.geteuid() != 0,
     reason="Slurm (slurmctld, slurmd, slurm-client) is not installed, or not running as root",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def until(condition, what: str, timeout: float = 30.0):

@@ -10,19 +10,18 @@ serialized_rollback so the role groups of the data migration survive the flush.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.support.processes import ROOT, child_env, stop_process
+from lab.processes import free_port, start_web
+from tests.support.processes import ROOT, child_env, start_test_worker
+from tests.support.processes import stop as stop_process
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -39,12 +38,6 @@ SCREENSHOTS = ROOT / "var" / "screenshots"
 # --- a real ASGI server ------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Server:
     """daphne serving greenlight.asgi against the test database, Redis and channel prefix."""
@@ -59,24 +52,7 @@ class Server:
     def start(self) -> None:
         env = child_env(GREENLIGHT_LIVE_COALESCE_MS="100", SERVE_STATIC="1")
         env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
-        self.proc = subprocess.Popen(
-            [*cmd, "greenlight.asgi:application"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"daphne exited with {self.proc.returncode}")
-            try:
-                if httpx.get(self.url + "/accounts/login/", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.05)  # polling a port for readiness, not waiting on a page
-        raise RuntimeError("daphne did not start")
+        self.proc, _ = start_web(env, port=self.port)
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -190,8 +166,6 @@ class CeleryDriver(DirectDriver):
     name = "celery"
 
     def __init__(self, db_thread, settings):
-        from tests.support.processes import start_celery_worker
-
         super().__init__(db_thread)
         # A queue of our own: another test run's worker on the same broker must not take our
         # tasks (and run them against its own database).
@@ -199,7 +173,7 @@ class CeleryDriver(DirectDriver):
         settings.CELERY_TASK_DEFAULT_QUEUE = self.queue
         env = child_env()
         env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        self.worker = db_thread(start_celery_worker, concurrency=2, env=env)
+        self.worker = db_thread(start_test_worker, concurrency=2, env=env)
 
     def move(self, node_id: int, to_state: str) -> None:
         from fleet.models import Node

@@ -13,10 +13,8 @@ import asyncio
 import json
 import os
 import secrets
-import socket
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -39,6 +37,8 @@ from provisioning.choices import PhaseStatus, RunStatus
 from provisioning.models import PhaseRecord, Run
 from provisioning.phases import PHASES
 
+from ... import processes
+
 ROOT = Path(settings.BASE_DIR)
 
 
@@ -47,16 +47,6 @@ def _pct(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    if s["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{Path(s['NAME']).resolve()}"
-    auth = s.get("USER") or ""
-    if s.get("PASSWORD"):
-        auth += f":{s['PASSWORD']}"
-    return f"postgres://{auth}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
 
 
 class Command(BaseCommand):
@@ -175,27 +165,9 @@ class Command(BaseCommand):
     # --- live latency ---------------------------------------------------------------------------
 
     def start_server(self, prefix: str) -> tuple[subprocess.Popen, int]:
-        import httpx
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        env = dict(os.environ, DATABASE_URL=_database_url(), REDIS_URL=settings.REDIS_URL)
-        env.update(CHANNEL_PREFIX=prefix, PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "greenlight.asgi:application"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=1).is_success:
-                    return proc, port
-            except httpx.TransportError:
-                time.sleep(0.05)
-        proc.kill()
-        raise RuntimeError("daphne did not start")
+        """daphne serving this benchmark's database, on a channel prefix of its own."""
+        proc, url = processes.start_web(processes.child_env(CHANNEL_PREFIX=prefix))
+        return proc, int(url.rsplit(":", 1)[1])
 
     def produce(self, site, count: int, rate: float, produced: dict, done: threading.Event):
         """Walk nodes through their bring-up at `rate` events/s; note when each event was made."""
@@ -284,8 +256,7 @@ class Command(BaseCommand):
 
             asyncio.run(run())
         finally:
-            proc.terminate()
-            proc.wait(timeout=15)
+            processes.stop(proc)
         rack_nodes = set(rack.nodes.values_list("pk", flat=True))
         return {
             "events_produced": len(produced),
