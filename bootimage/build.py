@@ -33,6 +33,35 @@ MANIFEST = "manifest.json"
 MEASURED_BOOT = "insmod tpm\n"
 
 
+def grub_config(kernel_args: str, measured: bool = False) -> str:
+    """A medium's grub.cfg; `measured`: the installed OS's, measured into the TPM.
+
+    The installed OS also enters its kernel through the kernel's EFI stub on UEFI (linuxefi):
+    Debian's GRUB 2.06 `linux` does so only under Secure Boot, and otherwise exits the firmware's
+    boot services itself, so the kernel never receives the firmware's TPM event log (the stub is
+    what hands it over) and the quote could not be replayed. BIOS boots as before.
+    """
+    config = (FILES / "grub.cfg").read_text().replace(MARKER, kernel_args)
+    if not measured:
+        return config
+    lines = config.splitlines(keepends=True)
+    linux = next(i for i, line in enumerate(lines) if line.lstrip().startswith("linux "))
+    initrd = next(i for i, line in enumerate(lines) if line.lstrip().startswith("initrd "))
+    if initrd != linux + 1:
+        raise BuildError("grub.cfg: initrd must follow linux")
+    kernel, ramdisk = lines[linux].strip(), lines[initrd].strip()
+    chosen = (
+        '  if [ "$grub_platform" = efi ]; then\n'
+        f"    {kernel.replace('linux ', 'linuxefi ', 1)}\n"
+        f"    {ramdisk.replace('initrd ', 'initrdefi ', 1)}\n"
+        "  else\n"
+        f"    {kernel}\n"
+        f"    {ramdisk}\n"
+        "  fi\n"
+    )
+    return MEASURED_BOOT + "".join(lines[:linux]) + chosen + "".join(lines[initrd + 1 :])
+
+
 @dataclass(frozen=True)
 class Recipe:
     """Everything a build depends on; its key names the result."""
@@ -138,7 +167,7 @@ def build(recipe: Recipe, out: Path, cache: Path | None = None, log=None) -> Bui
         names = ["vmlinuz", "initrd", "ephemeral.iso"]
         if recipe.host_os_url:
             args = f"{fixed}greenlight.environment=host_os greenlight.url={recipe.host_os_url}"
-            _make_iso(out, Path(work) / "iso-os", args, out / "os.img", log, MEASURED_BOOT)
+            _make_iso(out, Path(work) / "iso-os", args, out / "os.img", log, measured=True)
             names.append("os.img")
         else:
             (out / "os.img").unlink(missing_ok=True)
@@ -185,12 +214,12 @@ def _overlay_tree(recipe: Recipe, root: Path) -> Path:
     return root
 
 
-def _make_iso(out: Path, tree: Path, kernel_args: str, iso: Path, log, preamble: str = "") -> None:
+def _make_iso(
+    out: Path, tree: Path, kernel_args: str, iso: Path, log, measured: bool = False
+) -> None:
     """A hybrid ISO (BIOS and UEFI; CD or raw disk) booting our kernel and initrd."""
     (tree / "boot/grub").mkdir(parents=True)
-    (tree / "boot/grub/grub.cfg").write_text(
-        preamble + (FILES / "grub.cfg").read_text().replace(MARKER, kernel_args)
-    )
+    (tree / "boot/grub/grub.cfg").write_text(grub_config(kernel_args, measured))
     for name in ("vmlinuz", "initrd"):
         (tree / "boot" / name).hardlink_to(out / name)
     if shutil.which("grub-mkrescue") is None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bootimage import MARKER
 from bootimage.build import (
     MANIFEST,
     MEASURED_BOOT,
@@ -17,6 +18,7 @@ from bootimage.build import (
     _overlay_tree,
     add_file,
     base_key,
+    grub_config,
     image_key,
 )
 from bootimage.debian import BuildError, _deb822_fields, debian_source
@@ -114,11 +116,25 @@ def test_the_installed_os_grub_measures_what_it_loads_and_the_medium_says_nothin
     out.mkdir()
     for name in ("vmlinuz", "initrd"):
         (out / name).write_bytes(b"x")
-    for tree, preamble in ((tmp_path / "os", MEASURED_BOOT), (tmp_path / "medium", "")):
+    for tree, measured in ((tmp_path / "os", True), (tmp_path / "medium", False)):
         with pytest.raises((BuildError, FileNotFoundError, OSError)):
-            _make_iso(out, tree, "a=b", tmp_path / "none" / "x.iso", None, preamble)
-    assert (tmp_path / "os/boot/grub/grub.cfg").read_text().startswith("insmod tpm\n")
-    assert "insmod tpm" not in (tmp_path / "medium/boot/grub/grub.cfg").read_text()
+            _make_iso(out, tree, "a=b", tmp_path / "none" / "x.iso", None, measured)
+    installed = (tmp_path / "os/boot/grub/grub.cfg").read_text()
+    assert installed.startswith(MEASURED_BOOT)
+    medium = (tmp_path / "medium/boot/grub/grub.cfg").read_text()
+    assert "insmod tpm" not in medium and "linuxefi" not in medium
+    assert medium.count(MARKER) == 0 and medium.count("a=b") == 1
+
+
+def test_the_installed_os_enters_its_kernel_by_the_efi_stub_on_uefi_and_as_before_on_bios():
+    """Only the EFI stub hands the firmware's TPM event log to the kernel: without it the
+    installed OS has no binary_bios_measurements and its quote cannot be replayed."""
+    config = grub_config("a=b", measured=True)
+    body = config[config.index("menuentry") :]
+    assert '  if [ "$grub_platform" = efi ]; then\n' in body
+    assert "    linuxefi /boot/vmlinuz " in body and body.count("a=b") == 2
+    assert "    initrdefi /boot/initrd\n  else\n" in body
+    assert "  else\n    linux /boot/vmlinuz " in body and "    initrd /boot/initrd\n  fi\n" in body
 
 
 def test_a_file_added_beside_a_build_is_listed_with_its_digest(tmp_path):
