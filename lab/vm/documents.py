@@ -104,3 +104,17 @@ def publish_vm_documents(
         sku,
         lambda v: manifest_yaml(v, iso=iso, os_image=os_image, profile=published.version),
     )
+
+
+def publish_os_image(os_image: dict[str, str]) -> Manifest:
+    """A new version of the VM SKU's manifest installing `os_image` ({url, sha256, signature});
+    every other section as the current version has it (golden values pinned since, for one)."""
+    sku = vm_sku()
+    current = Manifest.current_for(sku)
+    if current is None:
+        raise ValueError(f"{sku.name} has no published manifest to change the OS image of")
+    document = yaml.safe_load(current.yaml_text)
+    document["os_image"] = {**os_image, "disk": OS_DISK}
+    return publish(
+        Manifest, sku, lambda v: yaml.safe_dump({**document, "version": v}, sort_keys=False)
+    )

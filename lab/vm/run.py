@@ -10,24 +10,24 @@ the tier's test use it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bootimage.build import BuildResult, Recipe, build
+from bootimage.build import BuildResult, Recipe, add_file, build
 from fleet.choices import NodeState
 from fleet.lifecycle import RUN_STARTABLE_STATES
-from fleet.models import Node, Rack, Site
+from fleet.models import Manifest, Node, Rack, Site
 from provisioning.choices import ACTIVE_RUN_STATUSES
 from provisioning.enrollment import enroll_node
 from provisioning.models import Run
 from provisioning.runs import abort_run, start_runs
 
 from .. import processes
-from .documents import publish_vm_documents, vm_sku
+from .documents import publish_os_image, publish_vm_documents, vm_sku
 from .packages import kvm_works
 from .pki import AgentApiPki, ensure_pki
-from .signing import ensure_signing_key
+from .signing import SigningKey, ensure_signing_key
 from .summary import node_summary
 from .tier import VmTier
 
@@ -66,6 +66,9 @@ class VmLabRun:
         self.workdir = config.workdir.resolve()
         self.pki: AgentApiPki | None = None
         self.image: BuildResult | None = None
+        self.recipe: Recipe | None = None
+        self.signing: SigningKey | None = None
+        self.agent_api_url = f"https://{GUEST_HOST}:{config.agent_api_port}"
         self.tier: VmTier | None = None
         self.children: list = []
         self.nodes: list[Node] = []
@@ -89,17 +92,18 @@ class VmLabRun:
 
     def _start(self) -> None:
         c = self.config
-        agent_api_url = f"https://{GUEST_HOST}:{c.agent_api_port}"
+        agent_api_url = self.agent_api_url
         started = time.monotonic()
         self.pki = ensure_pki(self.workdir / "pki")
-        signing = ensure_signing_key(self.workdir / "signing")
+        self.signing = signing = ensure_signing_key(self.workdir / "signing")
+        self.recipe = Recipe(
+            ca_cert=self.pki.ca_cert,
+            host_os_url=agent_api_url,
+            trusted_keys=signing.public_keyring,
+            kernel_args=GUEST_KERNEL_ARGS,
+        )
         self.image = build(
-            Recipe(
-                ca_cert=self.pki.ca_cert,
-                host_os_url=agent_api_url,
-                trusted_keys=signing.public_keyring,
-                kernel_args=GUEST_KERNEL_ARGS,
-            ),
+            self.recipe,
             (c.image_dir or self.workdir / "image").resolve(),
             log=self._log("image-build"),
         )
@@ -193,6 +197,33 @@ class VmLabRun:
         for handle in self._logs:
             handle.close()
         self._logs.clear()
+
+    # -- other images ----------------------------------------------------------------------
+
+    def build_variant(self, name: str, agent_dir: Path) -> BuildResult:
+        """The tier's images built again with another agent tree, into the image folder's `name`.
+
+        The agent is part of the initramfs: a tree that differs by one byte is an installed OS
+        whose GRUB measures another initramfs. The slow base archive is the tier's own, reused.
+        """
+        return build(
+            replace(self.recipe, agent_dir=agent_dir),
+            self.image.out / name,
+            cache=self.image.out / "cache",
+            log=self._log("image-build"),
+        )
+
+    def publish_os_image(self, name: str, image: Path) -> Manifest:
+        """Serve `image` beside the built ones as `name`, signed with the tier's key, and publish
+        a manifest version that installs it; returns that manifest."""
+        entry = add_file(self.image.out, name, image)
+        return publish_os_image(
+            {
+                "url": f"{self.agent_api_url}/boot/v1/images/{name}",
+                "sha256": entry["sha256"],
+                "signature": self.signing.sign(self.image.out / name),
+            }
+        )
 
     # -- passes ----------------------------------------------------------------------------
 
