@@ -25,6 +25,17 @@ VERBS = (CORDON, RESUME)
 TELL_SCHEDULER_TASK = "provisioning.tasks.tell_scheduler"
 
 
+def ask_a_person(node: Node, verb: str, what: str, exc: Exception) -> None:
+    """A scheduler call that did not happen: the node's log asks a person to make it by hand."""
+    record_event(
+        node,
+        EventKind.ATTENTION,
+        actor_label="scheduler",
+        message=f"{what}; do it by hand",
+        data={"scheduler": settings.GREENLIGHT_SCHEDULER, "action": verb, "error": str(exc)},
+    )
+
+
 def tell_scheduler(node: Node, verb: str, reason: str = "") -> bool:
     """Cordon or resume the node in the configured scheduler now; True when it took.
 
@@ -42,13 +53,7 @@ def tell_scheduler(node: Node, verb: str, reason: str = "") -> bool:
             scheduler.uncordon(node)
     except schedulers.SchedulerError as exc:
         logger.warning("scheduler %s of %s failed: %s", verb, node.serial, exc)
-        record_event(
-            node,
-            EventKind.ATTENTION,
-            actor_label="scheduler",
-            message=f"could not {verb} the node in the scheduler ({exc}); do it by hand",
-            data={"scheduler": settings.GREENLIGHT_SCHEDULER, "action": verb, "error": str(exc)},
-        )
+        ask_a_person(node, verb, f"could not {verb} the node in the scheduler ({exc})", exc)
         return False
     name = scheduler.node_name(node)
     record_event(

@@ -20,11 +20,9 @@ from django.conf import settings
 from django.db import transaction
 from kombu.exceptions import OperationalError
 
-from fleet.choices import EventKind
-from fleet.events import record as record_event
 from fleet.models import Node
 
-from .scheduler_calls import CORDON, RESUME, tell_scheduler_task
+from .scheduler_calls import CORDON, RESUME, ask_a_person, tell_scheduler_task
 
 __all__ = ["CORDON", "RESUME", "admitted", "pulled_from_service"]
 
@@ -38,13 +36,7 @@ def _send(node: Node, verb: str, reason: str) -> None:
         # The broker is down: the move stands (it committed), and no sweep re-sends this call,
         # so a person is asked to make it.
         logger.warning("could not send the scheduler %s of %s: %s", verb, node.serial, exc)
-        record_event(
-            node,
-            EventKind.ATTENTION,
-            actor_label="scheduler",
-            message=f"could not ask for the scheduler's {verb} ({exc}); do it by hand",
-            data={"scheduler": settings.GREENLIGHT_SCHEDULER, "action": verb, "error": str(exc)},
-        )
+        ask_a_person(node, verb, f"could not ask for the scheduler's {verb} ({exc})", exc)
 
 
 def _send_on_commit(node: Node, verb: str, reason: str = "") -> None:

@@ -32,3 +32,21 @@ class RecordedTools:
             if answer is not None:
                 return answer
         return Completed(NOT_FOUND, "", f"{cmd[0]}: command not found")
+
+
+def two_maker_node() -> dict[tuple[str, ...], Completed]:
+    """A node's identity, ports and three NVMe drives (a WDC SN730 twice, a Solidigm D5-P5336)."""
+    return {
+        ("dmidecode", "-t", "1"): Completed(0, sample("dmidecode-t1-asrock-e3c246d4i.txt")),
+        ("ip", "-d", "-j", "link"): Completed(0, sample("ip-d-j-link-this-machine.json")),
+        ("nvme", "list"): Completed(0, sample("nvme-list-micron-samsung.nvmecli1.json")),
+        ("nvme", "id-ctrl", "/dev/nvme0"): Completed(
+            0, sample("nvme-id-ctrl-wdc-sn730.nvmecli1.json")
+        ),
+        ("nvme", "id-ctrl", "/dev/nvme1"): Completed(
+            0, sample("nvme-id-ctrl-solidigm-d5p5336.nvmecli2.json")
+        ),
+        ("nvme", "id-ctrl", "/dev/nvme2"): Completed(
+            0, sample("nvme-id-ctrl-wdc-sn730-fna0.nvmecli1.json")
+        ),
+    }

@@ -21,9 +21,8 @@ import pytest
 from agent import protocol
 from agent.commands import CommandFailed, flash_firmware
 from agent.hardware import SystemHardware
-from agent.tools import Completed
 
-from .recorded import RecordedTools, sample
+from .recorded import RecordedTools, two_maker_node
 
 WDC, SOLIDIGM = b"wdc SN730 firmware 11170200", b"solidigm D5-P5336 firmware 7CV10200"
 
@@ -75,22 +74,7 @@ class Flasher:
 
 
 def node(tmp_path) -> tuple[SystemHardware, Flasher]:
-    tools = RecordedTools(
-        {
-            ("dmidecode", "-t", "1"): Completed(0, sample("dmidecode-t1-asrock-e3c246d4i.txt")),
-            ("ip", "-d", "-j", "link"): Completed(0, sample("ip-d-j-link-this-machine.json")),
-            ("nvme", "list"): Completed(0, sample("nvme-list-micron-samsung.nvmecli1.json")),
-            ("nvme", "id-ctrl", "/dev/nvme0"): Completed(
-                0, sample("nvme-id-ctrl-wdc-sn730.nvmecli1.json")
-            ),
-            ("nvme", "id-ctrl", "/dev/nvme1"): Completed(
-                0, sample("nvme-id-ctrl-solidigm-d5p5336.nvmecli2.json")
-            ),
-            ("nvme", "id-ctrl", "/dev/nvme2"): Completed(
-                0, sample("nvme-id-ctrl-wdc-sn730-fna0.nvmecli1.json")
-            ),
-        }
-    )
+    tools = RecordedTools(two_maker_node())
     (tmp_path / "sys" / "block").mkdir(parents=True)
     (tmp_path / "dev").mkdir()
     flasher = Flasher()

@@ -8,23 +8,12 @@ from agent import erase
 from agent.hardware import SystemHardware
 from agent.tools import Completed
 
-from .recorded import RecordedTools, sample
+from .recorded import RecordedTools, sample, two_maker_node
 
 
 def _node(tmp_path, extra: dict | None = None) -> tuple[SystemHardware, RecordedTools]:
     answers = {
-        ("dmidecode", "-t", "1"): Completed(0, sample("dmidecode-t1-asrock-e3c246d4i.txt")),
-        ("ip", "-d", "-j", "link"): Completed(0, sample("ip-d-j-link-this-machine.json")),
-        ("nvme", "list"): Completed(0, sample("nvme-list-micron-samsung.nvmecli1.json")),
-        ("nvme", "id-ctrl", "/dev/nvme0"): Completed(
-            0, sample("nvme-id-ctrl-wdc-sn730.nvmecli1.json")
-        ),
-        ("nvme", "id-ctrl", "/dev/nvme1"): Completed(
-            0, sample("nvme-id-ctrl-solidigm-d5p5336.nvmecli2.json")
-        ),
-        ("nvme", "id-ctrl", "/dev/nvme2"): Completed(
-            0, sample("nvme-id-ctrl-wdc-sn730-fna0.nvmecli1.json")
-        ),
+        **two_maker_node(),
         **(extra or {}),
     }
     tools = RecordedTools(answers)

@@ -10,23 +10,12 @@ from django.db import transaction
 from fleet import webhooks
 from fleet.choices import NodeState
 from fleet.lifecycle import transition
-from greenlight.celery import app as celery_app
 from tests import factories
 
 from .conftest import BMC_PASSWORD, BMC_USERNAME
 from .receivers import webhook_receiver
 
 SECRET = "test-webhook-secret"
-
-
-@pytest.fixture
-def eager_celery():
-    """Run tasks in-process; an eager retry runs again at once (its countdown is not slept)."""
-    celery_app.conf.task_always_eager = True
-    try:
-        yield
-    finally:
-        celery_app.conf.task_always_eager = False
 
 
 @pytest.fixture
