@@ -73,6 +73,10 @@ class Stage(models.TextChoices):
     RAMPING = "ramping", "Powering on (staggered)"
     PUSHING = "pushing", "Pushing firmware to the BMC"
     UPDATING = "updating", "BMC updating firmware"
+    # Dell: the host was reset for an update job that waited for it; the job runs in POST.
+    APPLYING = "applying", "Host reset; BMC applying the update"
+    # GB200 aux power cycle or Lenovo XCC manager reset: the new image is being made to run.
+    ACTIVATING = "activating", "Activating new firmware"
     # Releasing a node from its tenant's scheduler.
     CORDONING = "cordoning", "Cordoning"
     DRAINING = "draining", "Draining"

@@ -25,6 +25,8 @@ class AgentRefused(Exception):
 TRANSIENT = (
     rf.BmcBusy,
     rf.BmcUnreachable,
+    rf.BmcNotReady,
+    rf.SystemInPost,
     httpx.TransportError,
     AgentUnavailable,
     OperationalError,

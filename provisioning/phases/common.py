@@ -7,12 +7,15 @@ from ..agent_link import EPHEMERAL, is_alive, live_session
 from ..choices import Stage
 from ..models import AgentSession
 from ..outcomes import Outcome, Wait
-from ..redfish import PowerAction, PowerState, RedfishError, quirks
-from ..redfish.errors import BmcUnreachable
+from ..redfish import PowerAction, PowerState, RedfishError, TaskState, boot
+from ..redfish.errors import BmcUnreachable, SystemInPost
 from .base import PhaseContext
 
 # A safety net: the agent's check-in after the reboot nudges the run at once.
 BOOT_LOOK_S = 120.0
+# iLO refuses boot changes while the host is in POST (tens of seconds after power-on): look
+# again after this long; the phase's deadline bounds how often.
+POST_LOOK_S = 15.0
 
 
 def reboot_into(
@@ -22,13 +25,22 @@ def reboot_into(
     `next_stage` to await it. The override is read back before the reset."""
     bmc = ctx.bmc()
     session = live_session(ctx.node)
-    bmc.set_boot_override(target, once=True, http_boot_uri=http_boot_uri)
-    override = bmc.boot_override()
-    if override.target != target or override.enabled not in quirks.ONCE_READS_BACK:
-        raise RedfishError(
-            bmc.transport.absolute(bmc.system_path()),
-            f"boot override reads back {override.target} ({override.enabled}), not {target} once",
-        )
+    try:
+        staged = bmc.set_boot_override(target, once=True, http_boot_uri=http_boot_uri)
+    except SystemInPost:
+        return Wait(POST_LOOK_S, "the BMC refuses boot changes while the node is in POST")
+    if "dell_oem" in staged.detail:
+        # Dell's virtual-CD boot is a configuration-import job, not a Boot property: its read
+        # back is the job, which must not have failed.
+        if staged.task_monitor:
+            job = bmc.task_status(staged.task_monitor)
+            if job.state == TaskState.FAILED:
+                words = "; ".join(job.messages) or job.raw_state
+                raise RedfishError(staged.url, f"the iDRAC refused the virtual-CD boot: {words}")
+    else:
+        differs = boot.read_back_differs(bmc, target)
+        if differs:
+            raise RedfishError(bmc.transport.absolute(bmc.system_path()), differs)
     power = bmc.power_state()
     action = PowerAction.ON if power == PowerState.OFF else PowerAction.RESTART
     # The stage is saved before the reset: a worker dying right after it must not reset twice.

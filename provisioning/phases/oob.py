@@ -19,8 +19,10 @@ from ..inventory import record_oob
 from ..models import PhaseRecord
 from ..outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
 from ..phase_state import FirmwarePush, PowerOnRequests
-from ..redfish import PowerAction, PowerState, TaskState
-from ..redfish.errors import ActionNotSupported, ResourceMissing
+from ..redfish import PowerAction, PowerState, activation, update_tracking
+from ..redfish.activation import Activation
+from ..redfish.errors import ActionNotSupported, BmcBusy, BmcUnreachable, ResourceMissing
+from ..redfish.update_tracking import Progress
 from ..redfish.versions import normalize_version
 from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, reboot_into
@@ -31,6 +33,8 @@ POWER_RAMP_S = 15.0
 TASK_LOOK_S = 60.0
 TASK_LOOK_MIN_S = 15.0
 TASK_LOOK_MAX_S = 300.0
+# A look at a BMC restarting after an aux power cycle or a manager reset.
+ACTIVATION_LOOK_S = 60.0
 POWER_ON_RETRIES = 3
 
 
@@ -211,6 +215,10 @@ class OobFirmware(Phase):
             return self.resume_push(ctx, target)
         if stage == Stage.UPDATING:
             return self.poll(ctx, target)
+        if stage == Stage.APPLYING:
+            return self.applying(ctx, target)
+        if stage == Stage.ACTIVATING:
+            return self.activated(ctx, target)
         if stage == Stage.REBOOTING:
             waiting = awaiting_boot(ctx)
             if waiting is not None:
@@ -230,6 +238,9 @@ class OobFirmware(Phase):
             verify_artifact(target["url"], target["sha256"])
         except ArtifactMismatch as exc:
             return Failure(str(exc), component=self.kind, permanent=True)
+        # iDRAC: a leftover job (a BIOS configuration job, a failed update) would refuse the new
+        # one (LC068, RAC0679); clearing the queue first makes every retry start clean.
+        update_tracking.clear_job_queue(ctx.bmc())
         # The intent is saved before the BMC is asked, with the tasks the BMC lists now. A BMC
         # that accepted the update shows a new task, while the component's version only changes
         # at the next reset: if the worker dies (or the answer is lost) between the BMC accepting
@@ -238,16 +249,15 @@ class OobFirmware(Phase):
         compared = FirmwarePush(from_version=items[0].version).into(compared)
         before = FirmwarePush(items[0].version, tuple(ctx.bmc().task_members()))
         ctx.set_stage(Stage.PUSHING, bmc_task="", compared=before.into(compared))
-        try:
-            staged = ctx.bmc().update_firmware(image_uri=target["url"], targets=[items[0].odata_id])
-        except ActionNotSupported:
-            # Supermicro-style BMCs take no ImageURI, only a multipart push of the image.
-            with fetch_verified(target["url"], target["sha256"]) as image:
-                staged = ctx.bmc().update_firmware(
-                    image=image,
-                    filename=target["url"].rsplit("/", 1)[-1],
-                    targets=[items[0].odata_id],
-                )
+        # The image is fetched (and checked against its sha256) only if the BMC takes no
+        # ImageURI or refuses it: GB200 and Supermicro take a multipart push of the bytes.
+        staged = ctx.bmc().update_firmware(
+            image_uri=target["url"],
+            open_image=lambda: fetch_verified(target["url"], target["sha256"]),
+            filename=target["url"].rsplit("/", 1)[-1],
+            targets=[items[0].odata_id],
+            kind=self.kind,
+        )
         ctx.set_stage(Stage.UPDATING, bmc_task=staged.task_monitor or "", compared=compared)
         return Wait(TASK_LOOK_S, f"BMC updating {self.kind} to {target['version']}")
 
@@ -267,26 +277,94 @@ class OobFirmware(Phase):
         ctx.set_stage(Stage.UPDATING, bmc_task=new[-1], compared=pushed)
         return self.poll(ctx, target)
 
+    def look(self, ctx: PhaseContext) -> update_tracking.UpdateLook:
+        """One look at the update in flight, followed the way this BMC reports it."""
+        bmc = ctx.bmc()
+        seen = update_tracking.look(bmc, update_tracking.receipt_for(bmc, ctx.record.bmc_task))
+        if seen.receipt.ref != ctx.record.bmc_task:
+            # The task handed the work to a job (OperationTransitionedToJob): follow the job.
+            ctx.record.bmc_task = seen.receipt.ref
+            ctx.record.save(update_fields=["bmc_task"])
+        if seen.percent is not None and seen.progress is Progress.RUNNING:
+            # Kept for the panel's and the slot's bar (provisioning.progress).
+            push = replace(FirmwarePush.of(ctx.record.compared), task_percent=seen.percent)
+            ctx.record.compared = push.into(ctx.record.compared)
+            ctx.record.save(update_fields=["compared"])
+        return seen
+
     def poll(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
-        if ctx.record.bmc_task:
-            status = ctx.bmc().task_status(ctx.record.bmc_task)
-            if status.state == TaskState.RUNNING:
-                percent = f" ({status.percent}%)" if status.percent is not None else ""
-                if status.percent is not None:
-                    # Kept for the panel's and the slot's bar (provisioning.progress).
-                    push = FirmwarePush.of(ctx.record.compared)
-                    push = replace(push, task_percent=status.percent)
-                    ctx.record.compared = push.into(ctx.record.compared)
-                    ctx.record.save(update_fields=["compared"])
-                return Wait(
-                    next_task_look_s(ctx.stage_elapsed(), status.percent),
-                    f"BMC updating {self.kind} to {target['version']}{percent}",
-                )
-            if status.state == TaskState.FAILED:
-                words = "; ".join(status.messages) or status.raw_state
-                return Failure(f"{self.kind} firmware update failed: {words}", component=self.kind)
-        # The new image takes effect at the next reset, which brings the agent back.
+        """While the BMC writes the image: wait, reset the host for a job that waits for it,
+        or, once it is written, make it run."""
+        seen = self.look(ctx)
+        if seen.progress is Progress.RUNNING:
+            return self.still_running(ctx, target, seen)
+        if seen.progress is Progress.FAILED:
+            return self.failed(seen)
+        if seen.progress is Progress.NEEDS_HOST_RESET:
+            # iDRAC: a BIOS or NIC package's job runs in the host's next POST. The reset is
+            # the one the update needs: no second one after the job completes.
+            return boot_ephemeral(ctx, Stage.APPLYING)
+        if seen.progress is Progress.VANISHED and self.at_target(ctx):
+            # Nothing left to follow and the inventory already shows the target (a BMC that
+            # flashed and restarted itself, forgetting its tasks): nothing to activate.
+            return self.verify(ctx, target)
+        return self.activate(ctx, target)
+
+    def applying(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+        """The host was reset for a job that waited for it: follow the job, then the boot."""
+        seen = self.look(ctx)
+        if seen.progress in (Progress.RUNNING, Progress.NEEDS_HOST_RESET):
+            return self.still_running(ctx, target, seen)
+        if seen.progress is Progress.FAILED:
+            return self.failed(seen)
+        waiting = awaiting_boot(ctx)
+        if waiting is not None:
+            return waiting
+        return self.verify(ctx, target)
+
+    def activate(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+        """Make the written image run, by the platform's rule (redfish.activation)."""
+        bmc = ctx.bmc()
+        how = activation.rule_for(bmc, self.kind)
+        if how is Activation.HOST_RESET:
+            # The new image takes effect at the next reset, which brings the agent back.
+            return boot_ephemeral(ctx, Stage.REBOOTING)
+        # Saved first: a worker dying after the BMC restarts must not activate twice.
+        ctx.set_stage(Stage.ACTIVATING)
+        activation.activate(bmc, how)
+        return Wait(ACTIVATION_LOOK_S, f"activating {self.kind} {target['version']} ({how})")
+
+    def activated(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+        """After an aux power cycle or a manager reset: once the BMC answers, boot the host
+        (an aux power cycle leaves it off) or, after a manager reset, verify."""
+        bmc = ctx.bmc()
+        try:
+            power = bmc.power_state()
+            how = activation.rule_for(bmc, self.kind)
+        except (BmcUnreachable, BmcBusy):
+            return Wait(ACTIVATION_LOOK_S, f"waiting for the BMC to restart ({self.kind})")
+        if power == PowerState.UNKNOWN:
+            return Wait(ACTIVATION_LOOK_S, f"waiting for the BMC to restart ({self.kind})")
+        if how is Activation.MANAGER_RESET:
+            return self.verify(ctx, target)
         return boot_ephemeral(ctx, Stage.REBOOTING)
+
+    def still_running(
+        self, ctx: PhaseContext, target: dict[str, str], seen: update_tracking.UpdateLook
+    ) -> Outcome:
+        percent = f" ({seen.percent}%)" if seen.percent is not None else ""
+        return Wait(
+            next_task_look_s(ctx.stage_elapsed(), seen.percent),
+            f"BMC updating {self.kind} to {target['version']}{percent}",
+        )
+
+    def failed(self, seen: update_tracking.UpdateLook) -> Outcome:
+        words = seen.words or seen.progress.value
+        return Failure(f"{self.kind} firmware update failed: {words}", component=self.kind)
+
+    def at_target(self, ctx: PhaseContext) -> bool:
+        pairs = self.managed(ctx, ctx.bmc().firmware_inventory())
+        return bool(pairs) and all(firmware_targets.at_target(i, w) for i, w in pairs)
 
     def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
         # One read of the inventory serves the check and the record (each is a GET per member).

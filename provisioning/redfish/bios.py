@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import errors, quirks
+from . import errors, quirks, update_tracking
 from .models import Staged
 
 if TYPE_CHECKING:
@@ -55,7 +55,14 @@ def stage(client: RedfishClient, changes: dict[str, Any]) -> Staged:
     settings = client.get_answer(path)
     body: dict[str, Any] = {"Attributes": dict(changes)}
     body.update(quirks.bios_apply_time(client.manufacturer(), annotation))
-    answer = client.patch(path, body, etag=settings.etag)
+    try:
+        answer = client.patch(path, body, etag=settings.etag)
+    except errors.PendingJob:
+        # Dell: a leftover configuration job holds the settings (LC068, RAC0679). Clear the
+        # queue, as Ironic's iDRAC clean step does, and stage once more; a second refusal stands.
+        if not update_tracking.clear_job_queue(client):
+            raise
+        answer = client.patch(path, body, etag=client.get_answer(path).etag)
     monitor = answer.location if answer.status == 202 else None
     return Staged(
         action="bios:stage",

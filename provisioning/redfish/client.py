@@ -11,7 +11,17 @@ import re
 from typing import Any, BinaryIO
 from urllib.parse import quote, unquote, urlsplit
 
-from . import bios, errors, firmware, integrity, topology
+from . import (
+    bios,
+    boot,
+    errors,
+    firmware,
+    firmware_update,
+    integrity,
+    quirks,
+    topology,
+    update_tracking,
+)
 from .integrity import IntegrityReport
 from .macs import normalize_mac
 from .models import (
@@ -24,6 +34,7 @@ from .models import (
     TaskState,
     TaskStatus,
 )
+from .recording import RecordingTransport
 from .transport import DEFAULT_MAX_CONCURRENCY, Answer, Transport
 
 SERVICE_ROOT = "/redfish/v1/"
@@ -87,8 +98,11 @@ class RedfishClient:
         use_sessions: bool = True,
         allow_plain_http: bool = False,
         system_id: str | None = None,
+        dry_run: bool = False,
     ) -> None:
-        self.transport = Transport(
+        # dry_run: writes are recorded in transport.recorded, not sent (recording.py).
+        transport_class = RecordingTransport if dry_run else Transport
+        self.transport = transport_class(
             base_url,
             username,
             password,
@@ -114,6 +128,7 @@ class RedfishClient:
         self.related_cache: dict[str, dict[str, Any] | None] = {}
         self._system_path: str | None = None
         self._manufacturer: str | None = None
+        self._vendor: str | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -310,6 +325,16 @@ class RedfishClient:
             self._manufacturer = topology.identity(system, chassis)["Manufacturer"]
         return self._manufacturer
 
+    def vendor(self) -> str:
+        """The BMC family whose quirks apply (quirks.vendor_of), read once."""
+        if self._vendor is None:
+            try:
+                maker = self.manufacturer()
+            except errors.RedfishError:
+                maker = ""
+            self._vendor = quirks.vendor_of(self.root(), maker)
+        return self._vendor
+
     # -- readers ----------------------------------------------------------------------------
 
     def system_info(self) -> SystemInfo:
@@ -340,8 +365,8 @@ class RedfishClient:
             return PowerState.UNKNOWN
 
     def boot_override(self) -> BootOverride:
-        """The boot source override as read back now."""
-        return _boot_of(self.system())
+        """The boot source override as read back now, where the BMC keeps it (boot.read)."""
+        return boot.read(self)
 
     def manager_info(self) -> dict[str, str]:
         """The manager's id, model and firmware version."""
@@ -396,11 +421,11 @@ class RedfishClient:
 
     def task_members(self) -> list[str]:
         """The task monitors the BMC's TaskService lists now (empty if it has none)."""
-        return firmware.task_members(self)
+        return update_tracking.task_members(self)
 
     def task_status(self, monitor: str) -> TaskStatus:
         """One look at a task monitor (202 while running); never waits."""
-        return firmware.task_status(self, monitor)
+        return update_tracking.task_status(self, monitor)
 
     # -- writers ----------------------------------------------------------------------------
 
@@ -444,24 +469,8 @@ class RedfishClient:
         self, target: str, *, once: bool = True, uefi: bool = True, http_boot_uri: str = ""
     ) -> Staged:
         """Stage a boot override (target "Pxe", "Cd", "UefiHttp", "Hdd"...), with the URI a
-        UefiHttp boot fetches; verify with boot_override()."""
-        system_answer = self.get_answer(self.system_path())
-        boot = system_answer.body.get("Boot") or {} if system_answer.body else {}
-        allowed = boot.get("BootSourceOverrideTarget@Redfish.AllowableValues")
-        if allowed is not None and target not in allowed:
-            raise errors.ActionNotSupported(
-                system_answer.url, f"boot target {target!r} is not among the allowed {allowed}"
-            )
-        wanted: dict[str, Any] = {
-            "BootSourceOverrideTarget": target,
-            "BootSourceOverrideEnabled": "Once" if once else "Continuous",
-        }
-        if uefi and "BootSourceOverrideMode" in boot:
-            wanted["BootSourceOverrideMode"] = "UEFI"
-        if http_boot_uri:
-            wanted["HttpBootUri"] = http_boot_uri
-        answer = self.patch(self.system_path(), {"Boot": wanted}, etag=system_answer.etag)
-        return _staged(f"boot:{target}:{wanted['BootSourceOverrideEnabled']}", answer)
+        UefiHttp boot fetches, where and how this BMC takes it; verify with boot_override()."""
+        return boot.set_once(self, target, once=once, uefi=uefi, http_boot_uri=http_boot_uri)
 
     def set_bios_attributes(self, changes: dict[str, Any]) -> Staged:
         """Stage BIOS changes in the pending-settings object, applied at the next reset.
@@ -473,30 +482,69 @@ class RedfishClient:
         *,
         image_uri: str | None = None,
         image: bytes | BinaryIO | None = None,
+        open_image: firmware_update.ImageOpener | None = None,
         filename: str = "firmware.bin",
         targets: list[str] | None = None,
+        kind: str = "",
     ) -> Staged:
-        """Start a firmware update by SimpleUpdate (image_uri) or multipart push (image).
-        Poll task_status() on the receipt's task_monitor, then verify with firmware_inventory()
-        after the reset the component needs."""
-        return firmware.update(
-            self, image_uri=image_uri, image=image, filename=filename, targets=targets
+        """Start a firmware update of component `kind` by SimpleUpdate (image_uri) or multipart
+        push (image, or what open_image opens: fetched only if the push is needed). Follow it
+        with update_tracking, then verify with firmware_inventory() after its activation."""
+        return firmware_update.start(
+            self,
+            image_uri=image_uri,
+            image=image,
+            open_image=open_image,
+            filename=filename,
+            targets=targets,
+            kind=kind,
         )
 
     def patch(self, path: str, body: dict[str, Any], *, etag: str | None = None) -> Answer:
-        """PATCH with If-Match when the BMC gave an ETag; one re-read on 412."""
-        headers = {"If-Match": etag} if etag else None
-        try:
-            return self.transport.request("PATCH", path, json=body, headers=headers)
-        except errors.PreconditionFailed:
-            if etag is None:
-                # The BMC demands If-Match and the caller had none: read the ETag and retry once.
-                fresh = self.get_answer(path).etag
-                if fresh:
-                    return self.transport.request(
-                        "PATCH", path, json=body, headers={"If-Match": fresh}
-                    )
-            raise
+        """PATCH with If-Match when the BMC gave an ETag, answering each ETag refusal its way.
+
+        428 (XCC: If-Match required): read the ETag and send it. 412 on a weak ETag (iLO, AMI and
+        XCC take only strong ones): the strong form, then no If-Match, as sushy does. 412 on a
+        strong one, or with none: read the ETag afresh once. At most three sends.
+        """
+        tries = [etag]
+        while True:
+            current = tries[-1]
+            headers = {"If-Match": current} if current else None
+            try:
+                return self.transport.request("PATCH", path, json=body, headers=headers)
+            except errors.PreconditionRequired:
+                if len(tries) >= 3:
+                    raise
+                fresh = strong_etag(self.get_answer(path).etag)
+                if not fresh or fresh in tries:
+                    raise
+                tries.append(fresh)
+            except errors.PreconditionFailed:
+                if len(tries) >= 3:
+                    raise
+                if current and is_weak_etag(current) and strong_etag(current) not in tries:
+                    tries.append(strong_etag(current))
+                elif current and is_weak_etag(tries[0] or "") and None not in tries:
+                    tries.append(None)
+                else:
+                    fresh = strong_etag(self.get_answer(path).etag)
+                    if not fresh or fresh in tries:
+                        raise
+                    tries.append(fresh)
+
+
+def is_weak_etag(etag: str) -> bool:
+    """Whether an ETag is weak (W/"...")."""
+    return etag.strip().startswith(("W/", "w/"))
+
+
+def strong_etag(etag: str | None) -> str | None:
+    """The strong form of an ETag (W/"x" -> "x"); None stays None."""
+    if not etag:
+        return None
+    value = etag.strip()
+    return value[2:] if is_weak_etag(value) else value
 
 
 def _boot_of(system: dict[str, Any]) -> BootOverride:

@@ -181,8 +181,11 @@ class Transport:
         headers: dict[str, str] | None = None,
         auth: bool = True,
         retry: bool = True,
+        timeout: float | None = None,
     ) -> Answer:
-        """Send one request with bounded retries for 503 and dropped connections only."""
+        """Send one request with bounded retries for 503 and dropped connections only.
+
+        `timeout` overrides the client's for this request (an image upload takes minutes)."""
         url = self.absolute(path)
         if _origin(url) != _origin(self.base_url):
             # A link or Location to another origin (or from https down to http): our token or
@@ -200,12 +203,12 @@ class Transport:
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                response = self._send(method, url, json, files, data, headers, auth)
+                response = self._send(method, url, json, files, data, headers, auth, timeout)
             except httpx.TimeoutException:
                 self.broken = True
                 # Not retried: the BMC may be acting on the request; the engine decides.
                 raise errors.BmcUnreachable(
-                    url, f"no answer within {self.timeout:g}s (timed out)"
+                    url, f"no answer within {timeout or self.timeout:g}s (timed out)"
                 ) from None
             except httpx.TransportError as exc:
                 self.broken = True
@@ -251,7 +254,14 @@ class Transport:
                 self.session_token = None
                 self.login(self._sessions_path)
                 return self.request(
-                    method, path, json=json, files=files, data=data, headers=headers, retry=retry
+                    method,
+                    path,
+                    json=json,
+                    files=files,
+                    data=data,
+                    headers=headers,
+                    retry=retry,
+                    timeout=timeout,
                 )
             try:
                 answer = self._decode(method, url, response)
@@ -265,9 +275,16 @@ class Transport:
             return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _send(self, method, url, json, files, data, headers, auth) -> httpx.Response:
+    def _send(self, method, url, json, files, data, headers, auth, timeout=None) -> httpx.Response:
         extra, basic = self._auth_headers() if auth else ({}, None)
-        merged = {"Accept": "application/json", **extra, **(headers or {})}
+        # identity: a BMC that compresses its answers may weaken their ETags (W/"..."), which
+        # iLO, AMI and XCC then refuse in If-Match (quirks.QUIRK_TABLE, hpe ETag row).
+        merged = {
+            "Accept": "application/json",
+            "Accept-Encoding": "identity",
+            **extra,
+            **(headers or {}),
+        }
         with self._slot:
             return self._http.request(
                 method,
@@ -277,6 +294,7 @@ class Transport:
                 data=data,
                 headers=merged,
                 auth=basic if basic is not None else httpx.USE_CLIENT_DEFAULT,
+                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
             )
 
     def _pause(self, attempt: int, retry_after: str | None) -> None:
@@ -297,7 +315,12 @@ class Transport:
         body = _error_body(response)
         message = self._scrub(_error_message(body) or response.reason_phrase or "")
         what = f"{method} answered {status}" + (f": {message}" if message else "")
-        raise _status_error(url, status, what)
+        error = _status_error(url, status, what)
+        error.messages = tuple(
+            errors.Message(m.message_id, self._scrub(m.message), tuple(map(self._scrub, m.args)))
+            for m in _extended_info(body)
+        )
+        raise _refined(error)
 
     def _parse_body(self, url: str, response: httpx.Response) -> dict[str, Any] | None:
         text = response.text
@@ -378,6 +401,52 @@ def _error_message(body: dict[str, Any] | None) -> str:
     return " ".join(p for p in parts if p).strip()
 
 
+def _extended_info(body: dict[str, Any] | None) -> list[errors.Message]:
+    """The error's @Message.ExtendedInfo entries (a list by the standard, one object on some)."""
+    error = (body or {}).get("error")
+    if not isinstance(error, dict):
+        return []
+    extended = error.get("@Message.ExtendedInfo")
+    infos: list[Any] = extended if isinstance(extended, list) else [extended]
+    found = []
+    for info in infos:
+        if isinstance(info, dict):
+            raw_args = info.get("MessageArgs")
+            args: list[Any] = raw_args if isinstance(raw_args, list) else []
+            found.append(
+                errors.Message(
+                    str(info.get("MessageId") or ""),
+                    str(info.get("Message") or ""),
+                    tuple(str(a) for a in args),
+                )
+            )
+    if error.get("code") and not any(m.message_id == error["code"] for m in found):
+        found.append(errors.Message(str(error["code"]), str(error.get("message") or "")))
+    return found
+
+
+# MessageIds that say "try again later" in a vendor's own words (quirks.QUIRK_TABLE rows).
+IN_POST = ("UnableToModifyDuringSystemPOST",)
+NOT_READY = ("SYS518", "InvalidOperationForSystemState")
+DELL_PENDING_JOB = ("LC068", "RAC0679", "SYS011", "SUP0108")
+
+
+def _refined(error: errors.RedfishError) -> errors.RedfishError:
+    """A 400 whose MessageId names a refusal with its own retry becomes its own type."""
+    if not isinstance(error, errors.RequestRejected) or type(error) is not errors.RequestRejected:
+        return error
+    refinements: tuple[tuple[type[errors.RequestRejected], tuple[str, ...]], ...] = (
+        (errors.SystemInPost, IN_POST),
+        (errors.BmcNotReady, NOT_READY),
+        (errors.PendingJob, DELL_PENDING_JOB),
+    )
+    for kind, suffixes in refinements:
+        if error.has_message(*suffixes):
+            refined = kind(error.url, error.reason, status=error.status, messages=error.messages)
+            return refined
+    return error
+
+
 def _status_error(url: str, status: int, what: str) -> errors.RedfishError:
     if status == 401:
         return errors.AuthenticationRefused(url, f"authentication refused: {what}", status=status)
@@ -393,6 +462,8 @@ def _status_error(url: str, status: int, what: str) -> errors.RedfishError:
         return errors.ActionNotSupported(url, f"not supported by this BMC: {what}", status=status)
     if status == 412:
         return errors.PreconditionFailed(url, f"changed since read: {what}", status=status)
+    if status == 428:
+        return errors.PreconditionRequired(url, f"If-Match required: {what}", status=status)
     if status == 503:
         return errors.BmcBusy(url, f"BMC busy after retries: {what}", status=status)
     if status >= 500:

@@ -7,16 +7,30 @@ ISO's URL, and read it back. Where a service departs from this, the departure is
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from . import errors, quirks
+from . import action_info, errors, quirks
 from .client import odata_id
 
 if TYPE_CHECKING:
     from .client import RedfishClient
 
 CD_TYPES = ("CD", "DVD")
+# The URI schemes a virtual CD is fetched over, as Redfish's TransferProtocolType names them.
+PROTOCOLS = {"https": "HTTPS", "http": "HTTP", "smb": "CIFS", "cifs": "CIFS", "nfs": "NFS"}
+OPENBMC_PROTOCOLS = ("HTTPS", "CIFS")
+# OpenBMC-based BMCs (NVIDIA's) mount asynchronously: the medium shows a moment after the
+# action answers. Looks at the read-back, and the pause between them (seconds).
+MOUNT_LOOKS = 6
+MOUNT_PAUSE_S = 0.5
+# Dummy credentials for an image server that needs none: AMI MegaRAC (the DGX H100 BMC among
+# them) refuses InsertMedia without UserName/Password (sushy: "none"/"none", bug 2071945).
+DUMMY_CREDENTIALS = {"UserName": "none", "Password": "none"}
+# Each parameter a refusal can name, with what to add: at most one retry per parameter.
+MISSING_PARAMETER_RETRIES = ("TransferProtocolType", "TransferMethod", "UserName")
 
 
 @dataclass(frozen=True)
@@ -53,8 +67,10 @@ def state(client: RedfishClient, path: str) -> MediaState:
     )
 
 
-def insert(client: RedfishClient, image_url: str) -> MediaState:
+def insert(client: RedfishClient, image_url: str, *, verify: bool = True) -> MediaState:
     """Put `image_url` in the virtual CD (ejecting another medium first) and read it back.
+
+    verify=False (a dry run, whose writes were never sent) returns the read-back unchecked.
 
     BmcRefused-style RedfishErrors pass through; a read-back that does not show the medium is a
     RedfishError too, since booting from the CD would then boot whatever else is there.
@@ -65,22 +81,100 @@ def insert(client: RedfishClient, image_url: str) -> MediaState:
         return current
     if current.inserted:
         eject(client, path)
-    media = client.get(path)
+    media_answer = client.get_answer(path)
+    media = media_answer.body or {}
     action = (media.get("Actions") or {}).get("#VirtualMedia.InsertMedia") or {}
-    body: dict[str, Any] = {"Image": image_url, "Inserted": True, "WriteProtected": True}
     if action.get("target"):
-        client.transport.request("POST", action["target"], json=body)
+        declared = action_info.declared(client, action, path)
+        post_insert(client, declared, insert_body(declared, image_url, client.vendor()))
     else:
-        # VirtualMedia before 1.2 had no InsertMedia action: the medium was PATCHed in.
-        client.patch(path, {"Image": image_url, "Inserted": True})
+        # VirtualMedia before 1.2 (and Lenovo XCC) has no InsertMedia action: the medium is
+        # PATCHed in, with If-Match (XCC answers 428 without; quirk row lenovo / virtual media).
+        client.patch(
+            path,
+            {"Image": image_url, "Inserted": True, "WriteProtected": True},
+            etag=media_answer.etag,
+        )
     after = state(client, path)
-    if not (after.inserted and same_image(after.image, image_url)):
+    for _ in range(MOUNT_LOOKS - 1):
+        if after.inserted and same_image(after.image, image_url):
+            break
+        time.sleep(MOUNT_PAUSE_S)
+        after = state(client, path)
+    if verify and not (after.inserted and same_image(after.image, image_url)):
         raise errors.RedfishError(
             client.transport.absolute(path),
             f"virtual media reads back {after.image or 'nothing'!r} "
             f"(inserted={after.inserted}), not {image_url!r}",
         )
     return after
+
+
+def insert_body(declared: action_info.Declared, image_url: str, vendor: str) -> dict[str, Any]:
+    """The InsertMedia body: Image, and what the BMC requires or its vendor needs.
+
+    Inserted and WriteProtected are left at their defaults (true): Supermicro X11/X12 refuse
+    them, as sushy learnt. Nothing the ActionInfo does not list is sent.
+    """
+    body: dict[str, Any] = {"Image": image_url}
+    protocol = transfer_protocol(image_url)
+    allowed = declared.allowable("TransferProtocolType")
+    if allowed is not None and protocol not in allowed:
+        raise errors.ActionNotSupported(
+            declared.target,
+            f"this BMC mounts images over {', '.join(allowed)} only, not {protocol}",
+        )
+    if vendor == "nvidia" and protocol not in OPENBMC_PROTOCOLS:
+        # bmcweb parses only https:// and smb:// for a proxy-less mount (quirk row nvidia).
+        raise errors.ConfigurationError(
+            declared.target,
+            f"this BMC mounts only https:// or smb:// images, not {protocol}: serve the boot "
+            "media over HTTPS (GREENLIGHT_BOOT_MEDIA_URL)",
+        )
+    if declared.required("TransferProtocolType") or (
+        vendor == "ami" and declared.takes("TransferProtocolType")
+    ):
+        body["TransferProtocolType"] = protocol
+    if declared.required("TransferMethod"):
+        body["TransferMethod"] = "Stream"
+    if declared.required("UserName") or (vendor == "ami" and declared.takes("UserName")):
+        body.update(DUMMY_CREDENTIALS)
+    return body
+
+
+def transfer_protocol(image_url: str) -> str:
+    """The TransferProtocolType of an image URL (HTTPS for https://...)."""
+    scheme = urlsplit(image_url).scheme.lower()
+    return PROTOCOLS.get(scheme, scheme.upper())
+
+
+def post_insert(client: RedfishClient, declared: action_info.Declared, body: dict[str, Any]):
+    """POST InsertMedia, adding a parameter the BMC says is missing, once per parameter."""
+    sent = dict(body)
+    for _ in range(len(MISSING_PARAMETER_RETRIES) + 1):
+        try:
+            return client.transport.request("POST", declared.target, json=sent)
+        except errors.RequestRejected as exc:
+            added = _add_missing(exc, sent)
+            if not added:
+                raise
+    return None
+
+
+def _add_missing(exc: errors.RedfishError, body: dict[str, Any]) -> bool:
+    """Add the parameter a refusal names as missing; False when it names none we can supply."""
+    words = " ".join([exc.reason, *(m.message for m in exc.messages)]).lower()
+    words += " " + " ".join(a.lower() for m in exc.messages for a in m.args)
+    if "transferprotocoltype" in words and "TransferProtocolType" not in body:
+        body["TransferProtocolType"] = transfer_protocol(str(body["Image"]))
+        return True
+    if "transfermethod" in words and "TransferMethod" not in body:
+        body["TransferMethod"] = "Stream"
+        return True
+    if ("username" in words or "password" in words) and "UserName" not in body:
+        body.update(DUMMY_CREDENTIALS)
+        return True
+    return False
 
 
 def eject(client: RedfishClient, path: str | None = None) -> MediaState:
