@@ -15,6 +15,9 @@ BASE_FIRMWARE = {
     "hpe": {"bmc": "2.70", "bios": "A47 v2.58"},
     "supermicro": {"bmc": "01.02.10", "bios": "2.1"},
     "dgx": {"bmc": "23.11.21", "bios": "01.01.03"},
+    "gb200": {"bmc": "GB200Nvl-24.09-3", "bios": "buildbrain-gcid-36710122"},
+    "lenovo": {"bmc": "2.83", "bios": "1.51"},
+    "ami": {"bmc": "12.84.13", "bios": "C27"},
 }
 COMMON_FIRMWARE = {
     "hgx": "96.00.6D.00.01",
@@ -31,6 +34,11 @@ BIOS_DEFAULTS = {
     "PcieAspm": "Enabled",
 }
 GPU_COUNT, FABRIC_NIC_COUNT, DPU_COUNT, DRIVE_COUNT = 8, 8, 2, 8
+
+
+def http_boot_attribute(name: str) -> dict[str, str]:
+    """The BIOS attribute holding the HTTP boot URI, empty, where the vendor has one."""
+    return {name: ""} if name else {}
 
 
 def _mac(rng: random.Random) -> str:
@@ -70,7 +78,10 @@ def build_node(index: int, flavour_name: str, seed: int, address: str) -> LabNod
         password="p" + secrets.token_urlsafe(12),
         faults=NodeFaults(f"{seed}:{index}"),
         firmware={**COMMON_FIRMWARE, **BASE_FIRMWARE[flavour.name]},
-        bios_current=dict(BIOS_DEFAULTS),
+        # Dell and HPE take the UEFI HTTP boot URI as a BIOS attribute (HttpDev1Uri, UrlBootFile).
+        bios_current={**BIOS_DEFAULTS, **http_boot_attribute(flavour.http_boot_attribute)},
+        media_boot_targets=flavour.media_boot_targets,
+        forgets_tasks_on_bmc_reset=flavour.update_progress == "openbmc",
         nics=nics,
         gpus=[
             {

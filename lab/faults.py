@@ -74,6 +74,13 @@ CATALOG: dict[str, FaultSpec] = {
             "bmc",
             "BIOS settings and firmware update answer 403 (Supermicro without SFT-DCMS)",
         ),
+        FaultSpec(
+            "idrac_before_6",
+            "hardware",
+            "bmc",
+            "iDRAC firmware before 6.0: a Cd boot override boots the physical drive, not the"
+            " virtual medium (Ironic's redfish-virtual-media Dell note); OEM VCD-DVD still works",
+        ),
         # In-band faults, read by the agent simulation; the BMCs ignore them.
         FaultSpec(
             "gpu_xid79", "hardware", "gpu", "a GPU falls off the bus under load", "index", "3"

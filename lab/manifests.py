@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import yaml
 
 from .artifacts import artifact_sha256
@@ -13,6 +15,9 @@ TARGET_FIRMWARE = {
     "hpe": {"bmc": "2.78", "bios": "A47 v2.62"},
     "supermicro": {"bmc": "01.03.04", "bios": "2.2"},
     "dgx": {"bmc": "24.09.17", "bios": "01.02.01"},
+    "gb200": {"bmc": "GB200Nvl-24.12-8", "bios": "buildbrain-gcid-38635631"},
+    "lenovo": {"bmc": "2.91", "bios": "1.60"},
+    "ami": {"bmc": "12.85.01", "bios": "C28"},
 }
 TARGET_COMMON = {
     "hgx": "96.00.9F.00.01",
@@ -43,7 +48,8 @@ def manifest_yaml(
         name = f"{component}-{target}.bin"
         firmware[component] = {
             "version": target,
-            "url": f"{artifact_url}/artifacts/{name}",
+            # iLO versions have spaces ("A47 v2.62"): the name is a path segment, quoted.
+            "url": f"{artifact_url}/artifacts/{quote(name)}",
             "sha256": artifact_sha256(name),
         }
     document = {

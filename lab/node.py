@@ -20,6 +20,9 @@ FIRMWARE_COMPONENTS = ("bmc", "bios", "hgx", "nic", "dpu", "nvme")
 # Lab seconds an update takes, per component (the order of magnitude of real ones).
 UPDATE_SECONDS = {"bmc": 240, "bios": 180, "hgx": 600, "nic": 120, "dpu": 300, "nvme": 60}
 BOOT_SECONDS = 30.0
+# Overrides that mean "boot a CD", and what a host without a bootable one reports as booted.
+CD_TARGETS = ("Cd", "UsbCd")
+NOTHING_TO_BOOT = "NoBootDevice"
 POWER_OFF_SECONDS = 2.0
 GRACEFUL_OFF_SECONDS = 20.0
 
@@ -40,6 +43,39 @@ class LabTask:
     fails: bool = False
     state: str = "Running"
     message: str = ""
+    percent: int = 0
+    # When the new image runs: "now" (a BMC flashes and restarts itself), "host_reset",
+    # "aux_power" (GB200: NvidiaChassis.AuxPowerReset), "manager_reset" (XCC: Manager.Reset).
+    activation: str = "host_reset"
+    # iDRAC: a BIOS/NIC package's job sits Scheduled until the host reboots, and runs in POST.
+    waits_for_host: bool = False
+    # OpenBMC: the monitor has given its one 204 (bmcweb task.hpp); it answers 404 after.
+    monitor_ended: bool = False
+
+
+class JobQueueBusy(Exception):
+    """iDRAC refuses a new job while another is pending or running (LC068 / RAC0679)."""
+
+    def __init__(self, message_id: str) -> None:
+        super().__init__(message_id)
+        self.message_id = message_id
+
+
+# iLO's UpdateService.Oem.Hpe.State while it flashes, by the share of the flash done (HPE iLO
+# 5/6 RESTful API reference, UpdateService: Idle, Uploading, Verifying, Writing, Complete, Error).
+HPE_FLASH_STEPS = ((0.2, "Uploading"), (0.4, "Verifying"), (1.0, "Writing"))
+
+
+@dataclass
+class HpeFlash:
+    """An iLO flash in flight: iLO answers SimpleUpdate with no task, only this state."""
+
+    component: str
+    version: str
+    started: float
+    finishes: float
+    activation: str
+    state: str = "Uploading"
     percent: int = 0
 
 
@@ -71,6 +107,12 @@ class LabNode:
     bios_job: str | None = None  # Dell: pending BIOS applies only with a job
     firmware_staged: dict[str, str] = field(default_factory=dict)
     firmware_previous: dict[str, str] = field(default_factory=dict)
+    # Written but not yet running until the aux power cycle or manager reset its activation
+    # names: component -> (version, activation). The inventory reports the old version.
+    firmware_pending: dict[str, tuple[str, str]] = field(default_factory=dict)
+    hpe_flash: HpeFlash | None = None
+    # OpenBMC (bmcweb redfish-core/lib/task.hpp) keeps tasks in memory: a BMC reset forgets them.
+    forgets_tasks_on_bmc_reset: bool = False
     tasks: dict[str, LabTask] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)  # token -> session id
     licensed: bool = True
@@ -80,6 +122,14 @@ class LabNode:
     writes: list[str] = field(default_factory=list)
     boot_count: int = 0
     last_boot_target: str = ""
+    # The virtual CD: its image, whether it reads Inserted (an OpenBMC mounts it a little after
+    # the InsertMedia answer), which overrides boot it (Supermicro: UsbCd), and iDRAC's OEM
+    # one-time boot to it (ImportSystemConfiguration ServerBoot.1#FirstBootDevice VCD-DVD).
+    media_image: str = ""
+    media_inserted: bool = False
+    media_boot_targets: tuple[str, ...] = ("Cd",)
+    boot_once_virtual_cd: bool = False
+    powered_on_at: float | None = None  # lab time the host last started POST
     on_boot: list[BootHook] = field(default_factory=list)
     on_power_off: list[PowerOffHook] = field(default_factory=list)
     _timers: list[tuple[float, int, Callable[[], None]]] = field(default_factory=list)
@@ -125,11 +175,13 @@ class LabNode:
                     return ""  # answered 204, nothing happens: the caller must read back
                 self.power = "PoweringOn"
                 self._after(now, BOOT_SECONDS * self._slowness(), self._boot)
+                self.powered_on_at = now
             elif reset_type in ("On", "ForceOn"):
                 return ""  # already on or on its way: nothing to do
             elif reset_type in ("ForceOff", "GracefulShutdown", "PushPowerButton"):
                 if self.power in ("Off", "PoweringOff"):
                     return ""
+                self._interrupt_flash(now)
                 delay = (
                     POWER_OFF_SECONDS if reset_type != "GracefulShutdown" else GRACEFUL_OFF_SECONDS
                 )
@@ -138,8 +190,10 @@ class LabNode:
             elif reset_type in ("ForceRestart", "GracefulRestart", "PowerCycle"):
                 if self.power == "Off":
                     return "the system is off; power it on instead"
+                self._interrupt_flash(now)
                 self.power = "PoweringOff"
                 slow = self._slowness()
+                self.powered_on_at = now + POWER_OFF_SECONDS * slow
                 self._after(now, POWER_OFF_SECONDS * slow, self._off)
                 self._after(now, (POWER_OFF_SECONDS + BOOT_SECONDS) * slow, self._power_up)
             else:
@@ -158,6 +212,7 @@ class LabNode:
     def _boot(self) -> None:
         """The host comes up: pending BIOS and staged firmware take effect, override consumed."""
         self._apply_pending_bios()
+        self._run_scheduled_jobs()
         for component, version in self.firmware_staged.items():
             self.firmware_previous[component] = self.firmware[component]
             self.firmware[component] = version
@@ -167,11 +222,50 @@ class LabNode:
             target = self.boot_target
             if self.boot_enabled == "Once":
                 self.boot_enabled, self.boot_target = "Disabled", "None"
+        target = self._boot_device(target)
         self.power = "On"
         self.boot_count += 1
         self.last_boot_target = target
+        if target == NOTHING_TO_BOOT:
+            return  # the host sits at "no bootable device": nothing starts
         for hook in list(self.on_boot):
             hook(self, target)
+
+    def _boot_device(self, target: str) -> str:
+        """What a boot towards `target` starts: "Cd" only from the virtual medium."""
+        if self.boot_once_virtual_cd:
+            self.boot_once_virtual_cd = False  # iDRAC's one-time boot, consumed by this boot
+            target = "Cd"
+        elif target not in CD_TARGETS:
+            return target
+        elif target not in self.media_boot_targets or (
+            target == "Cd" and self.faults.has("idrac_before_6")
+        ):
+            # Supermicro's "Cd" and iDRAC's before 6.0 boot the physical drive, which is empty.
+            return NOTHING_TO_BOOT
+        return "Cd" if self.media_inserted else NOTHING_TO_BOOT
+
+    def insert_media(self, image: str, now: float, mount_seconds: float = 0.0) -> None:
+        """Put `image` in the virtual CD; it reads Inserted after `mount_seconds`."""
+        with self._lock:
+            self.media_image = image
+            self.media_inserted = mount_seconds <= 0
+            if not self.media_inserted:
+                self._after(now, mount_seconds, lambda: self._mounted(image))
+
+    def _mounted(self, image: str) -> None:
+        if self.media_image == image:  # not ejected or replaced meanwhile
+            self.media_inserted = True
+
+    def eject_media(self) -> None:
+        """Take the medium out of the virtual CD."""
+        with self._lock:
+            self.media_image, self.media_inserted = "", False
+
+    def in_post(self, now: float, seconds: float) -> bool:
+        """Whether the host started POST less than `seconds` ago."""
+        started = self.powered_on_at
+        return started is not None and started <= now < started + seconds
 
     def _apply_pending_bios(self) -> None:
         if not self.bios_pending:
@@ -197,6 +291,15 @@ class LabNode:
             if mode is not None:
                 self.boot_mode = mode
 
+    def scp_job(self, now: float) -> str:
+        """iDRAC's job for a Server Configuration Profile import, done at once: the lab's only
+        profile sets the one-time boot to the virtual CD, which needs no reboot."""
+        with self._lock:
+            task = self._new_task("scp", "", "", now, now, prefix="JID_")
+            task.state, task.percent = "Completed", 100
+            task.message = "Successfully imported and applied Server Configuration Profile."
+            return task.id
+
     def stage_bios(self, attributes: dict[str, Any], now: float, *, job: bool) -> str | None:
         """Stage BIOS attributes for the next reset; with job=True return a BIOS job id."""
         with self._lock:
@@ -211,33 +314,153 @@ class LabNode:
 
     # -- firmware ---------------------------------------------------------------------------
 
-    def start_update(self, component: str, version: str, now: float) -> LabTask:
-        """Start a firmware update; it completes after UPDATE_SECONDS lab seconds."""
+    def start_update(
+        self,
+        component: str,
+        version: str,
+        now: float,
+        *,
+        progress: str = "task",
+        activation: str = "host_reset",
+    ) -> LabTask | None:
+        """Start a firmware update; it completes after UPDATE_SECONDS lab seconds.
+
+        `progress` is how the BMC reports it (flavours.Flavour.update_progress): a task, an
+        iDRAC job ("dell_job"), iLO's flash state ("hpe_flash": no task, None is returned).
+        """
         if component not in FIRMWARE_COMPONENTS:
             raise ValueError(f"unknown firmware component {component!r}")
         with self._lock:
+            if progress == "dell_job":
+                self._refuse_if_queue_busy()
+            if progress == "hpe_flash":
+                self._start_flash(component, version, now, activation)
+                return None
             fails = self.faults.param("firmware_update_fails") == component
-            prefix = "JID_" if self.flavour == "dell" else ""
+            prefix = "JID_" if progress == "dell_job" else ""
             task = self._new_task(
                 "firmware", component, version, now, now + UPDATE_SECONDS[component], prefix=prefix
             )
             task.fails = fails
+            task.activation = activation
+            # iDRAC applies every package but its own during the host's next POST.
+            task.waits_for_host = progress == "dell_job" and activation == "host_reset"
             self._after(now, UPDATE_SECONDS[component], lambda: self._finish_update(task))
             return task
 
+    def _refuse_if_queue_busy(self) -> None:
+        """iDRAC: a job pending (Scheduled, or the BIOS configuration job) refuses a new one
+        with LC068, a running one with RAC0679 (sushy tests/oem/dell/unit/json_samples/
+        error_pending_job.json, error_running_job.json); DeleteJobQueue clears both."""
+        jobs = [t for t in self.tasks.values() if t.id.startswith("JID_")]
+        if self.bios_job or any(t.state == "Scheduled" for t in jobs):
+            raise JobQueueBusy("IDRAC.2.8.LC068")
+        if any(t.state == "Running" for t in jobs):
+            raise JobQueueBusy("IDRAC.2.8.RAC0679")
+
+    def clear_job_queue(self) -> None:
+        """DellJobService.DeleteJobQueue with JID_CLEARALL: every job goes, staged BIOS values
+        stay staged (without a job they are not applied)."""
+        with self._lock:
+            for task_id in [t for t in self.tasks if t.startswith("JID_")]:
+                task = self.tasks.pop(task_id)
+                task.fails, task.state = True, "Cancelled"  # a timer still due finds it gone
+            self.bios_job = None
+
     def _finish_update(self, task: LabTask) -> None:
+        if task.state == "Cancelled" or self.tasks.get(task.id) is not task:
+            return  # deleted from the queue, or forgotten by a BMC reset
         if task.fails:
             task.state, task.message = "Exception", f"{task.component} image failed verification"
             return
+        if task.waits_for_host:
+            task.state, task.percent = "Scheduled", 0
+            task.message = "Job scheduled: runs at the next host reboot"
+            return
         task.state, task.percent = "Completed", 100
-        if task.component == "bmc":
+        self._written(task.component, task.version, task.activation)
+        task.message = {
+            "now": "BMC updated and restarted",
+            "host_reset": "Update staged: applies at the next host reset",
+        }.get(task.activation, f"Update written: pending activation ({task.activation})")
+        if task.activation == "now" and self.forgets_tasks_on_bmc_reset:
+            self._bmc_restarted()
+
+    def _written(self, component: str, version: str, activation: str) -> None:
+        """A written image: running now, at the next host boot, or at its activation."""
+        if activation == "now":
             # A BMC flashes and reboots itself: the new version runs as soon as it is back.
-            self.firmware_previous["bmc"] = self.firmware["bmc"]
-            self.firmware["bmc"] = task.version
-            task.message = "BMC updated and restarted"
+            self.firmware_previous[component] = self.firmware[component]
+            self.firmware[component] = version
+        elif activation == "host_reset":
+            self.firmware_staged[component] = version
         else:
-            self.firmware_staged[task.component] = task.version
-            task.message = "Update staged: applies at the next host reset"
+            self.firmware_pending[component] = (version, activation)
+
+    def _run_scheduled_jobs(self) -> None:
+        """iDRAC: the host's POST runs every Scheduled job; its package is applied."""
+        for task in self.tasks.values():
+            if task.state == "Scheduled" and task.waits_for_host:
+                task.state, task.percent = "Completed", 100
+                task.message = "Job completed successfully."
+                self.firmware_previous[task.component] = self.firmware[task.component]
+                self.firmware[task.component] = task.version
+
+    def _bmc_restarted(self) -> None:
+        if self.forgets_tasks_on_bmc_reset:
+            self.tasks.clear()
+        self.sessions.clear()
+
+    def activate(self, activation: str, now: float) -> None:
+        """An aux power cycle ("aux_power") or manager reset ("manager_reset"): the images
+        waiting for it run; the BMC restarts. An aux power cycle leaves the host off."""
+        with self._lock:
+            for component, (version, how) in list(self.firmware_pending.items()):
+                if how == activation:
+                    self.firmware_previous[component] = self.firmware[component]
+                    self.firmware[component] = version
+                    del self.firmware_pending[component]
+            self._bmc_restarted()
+            if activation == "aux_power" and self.power != "Off":
+                self._interrupt_flash(now)
+                self._off()
+
+    # -- iLO flash state ----------------------------------------------------------------------
+
+    def _start_flash(self, component: str, version: str, now: float, activation: str) -> None:
+        flash = self.hpe_flash
+        if flash is not None and flash.state not in ("Complete", "Error", "Idle"):
+            raise JobQueueBusy("iLO.2.14.UpdateInProgress")
+        flash = HpeFlash(component, version, now, now + UPDATE_SECONDS[component], activation)
+        self.hpe_flash = flash
+        self._after(now, UPDATE_SECONDS[component], lambda: self._finish_flash(flash))
+
+    def _finish_flash(self, flash: HpeFlash) -> None:
+        if self.hpe_flash is not flash or flash.state == "Error":
+            return
+        if self.faults.param("firmware_update_fails") == flash.component:
+            flash.state = "Error"
+            return
+        flash.state, flash.percent = "Complete", 100
+        self._written(flash.component, flash.version, flash.activation)
+
+    def _interrupt_flash(self, now: float) -> None:
+        """iLO: taking the host's power away while the ROM is written fails the flash."""
+        flash = self.hpe_flash
+        if flash is not None and flash.state not in ("Complete", "Error", "Idle"):
+            if flash.component != "bmc":
+                flash.state = "Error"
+
+    def flash_view(self, now: float) -> HpeFlash | None:
+        """The iLO flash state with its progress brought up to date."""
+        with self._lock:
+            flash = self.hpe_flash
+            if flash is not None and flash.state not in ("Complete", "Error", "Idle"):
+                share = (now - flash.started) / max(flash.finishes - flash.started, 1e-9)
+                flash.percent = min(99, int(100 * share))
+                flash.state = next(name for limit, name in HPE_FLASH_STEPS if share < limit or
+                                   limit == 1.0)  # fmt: skip
+            return flash
 
     def _new_task(self, kind, component, version, now, finishes, *, prefix: str) -> LabTask:
         task_id = f"{prefix}{self.index:03d}{next(self._seq):05d}"

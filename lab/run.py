@@ -37,6 +37,8 @@ class LabRunConfig:
     speed: float = 200.0
     passes: int = 1
     flavour: str = "dell"
+    # Several vendors in one hall: node i gets flavours[i % len(flavours)]; empty: `flavour`.
+    flavours: tuple[str, ...] = ()
     workers: int = 1
     concurrency: int = 16
     soak_hours: float = 1.0
@@ -47,6 +49,10 @@ class LabRunConfig:
     timeout_s: float = 900.0
     extra_env: dict[str, str] = field(default_factory=dict)
 
+    def hall_flavours(self) -> tuple[str, ...]:
+        """The flavours the hall cycles through."""
+        return self.flavours or (self.flavour,)
+
 
 class LabRun:
     """Context manager: everything is up inside the block; `run_pass()` does one pass."""
@@ -56,7 +62,7 @@ class LabRun:
         self.log_dir = Path(log_dir or "var/lab")
         self.fault_plan = plan_faults(config.nodes, config.faults, config.seed)
         self.hall = LabHall(
-            config.nodes, flavours=(config.flavour,), speed=config.speed, seed=config.seed
+            config.nodes, flavours=config.hall_flavours(), speed=config.speed, seed=config.seed
         )
         self.site: LabSite | None = None
         self.web = None
@@ -92,7 +98,8 @@ class LabRun:
             )
             self.site = LabSite(self.hall, agent_api_url)
             self.site.start()
-            publish_lab_documents(c.flavour, self.site.artifact_url, soak_hours=c.soak_hours)
+            for flavour in dict.fromkeys(c.hall_flavours()):
+                publish_lab_documents(flavour, self.site.artifact_url, soak_hours=c.soak_hours)
             self.nodes = enroll_hall(self.hall, site=c.site, rack=c.rack, racks=c.racks)
             for index, specs in self.fault_plan.items():
                 for spec in specs:

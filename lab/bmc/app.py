@@ -21,9 +21,11 @@ from urllib.parse import unquote, urlsplit
 from aiohttp import web
 
 from ..clock import LabClock
-from ..node import FIRMWARE_COMPONENTS, LabNode
+from ..node import FIRMWARE_COMPONENTS, JobQueueBusy, LabNode
+from . import refusals
 from . import resources as r
 from .flavours import Flavour
+from .media import MediaRoutes
 
 Handler = Callable[[web.Request, re.Match[str]], Awaitable[web.StreamResponse]]
 IMAGE_NAME = re.compile(
@@ -52,7 +54,19 @@ def redfish_error(status: int, message: str, message_id: str = "Base.1.8.General
 
 
 def etag_of(body: dict[str, Any]) -> str:
-    return f'W/"{zlib.crc32(json.dumps(body, sort_keys=True).encode()):08X}"'
+    """The resource's strong ETag (weakened on the way out when the client asked for gzip)."""
+    return f'"{zlib.crc32(json.dumps(body, sort_keys=True).encode()):08X}"'
+
+
+@web.middleware
+async def etag_strength(request: web.Request, handler) -> web.StreamResponse:
+    """Serve ETags weak when the request accepts gzip, as iLO and XCC do (a compressed answer
+    is not byte-identical), and strong for Accept-Encoding: identity."""
+    response = await handler(request)
+    etag = response.headers.get("ETag", "")
+    if etag and not etag.startswith("W/") and "gzip" in request.headers.get("Accept-Encoding", ""):
+        response.headers["ETag"] = "W/" + etag
+    return response
 
 
 def document(body: dict[str, Any], status: int = 200) -> web.Response:
@@ -80,7 +94,7 @@ class BmcApp:
 
     def application(self) -> web.Application:
         """The aiohttp application serving this BMC."""
-        app = web.Application(middlewares=[self._faults, self._auth])
+        app = web.Application(middlewares=[self._faults, self._auth, etag_strength])
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         return app
 
@@ -106,6 +120,9 @@ class BmcApp:
             self._add(p.gpu_processors + "/{id}", GET=self._part(r.gpus))
             self._add(p.hmc, GET=lambda req, m: self._doc(r.hmc(p, self.node)))
         self._add(p.system, GET=self._system, PATCH=self._patch_system)
+        if p.system_settings:
+            self._add(p.system_settings, GET=self._system_settings, PATCH=self._patch_settings)
+        MediaRoutes(self).add_to()
         self._add(p.reset, POST=self._reset)
         self._add(p.eth, GET=self._eth_collection)
         self._add(p.eth + "/{id}", GET=self._eth)
@@ -122,7 +139,7 @@ class BmcApp:
         self._add(p.manager, GET=lambda req, m: self._doc(r.manager(p, self.node)))
         self._add("/redfish/v1/Chassis", GET=self._collection([p.chassis], "Chassis"))
         self._add(p.chassis, GET=lambda req, m: self._doc(r.chassis(p, self.node)))
-        self._add(p.update, GET=lambda req, m: self._doc(r.update_service(p)))
+        self._add(p.update, GET=self._update_service)
         self._add(p.inventory, GET=self._inventory)
         self._add(p.inventory + "/{id}", GET=self._firmware_item)
         if self.flavour.simple_update:
@@ -132,6 +149,7 @@ class BmcApp:
         self._add("/redfish/v1/TaskService", GET=self._task_service)
         self._add(p.tasks, GET=self._tasks)
         self._add(p.tasks + "/{id}", GET=self._task)
+        self._firmware_routes()
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = canonical(request.path)
@@ -248,15 +266,7 @@ class BmcApp:
 
     def _if_match(self, request: web.Request, current: dict[str, Any], required: bool):
         wanted = request.headers.get("If-Match")
-        if wanted is None and not required:
-            return None
-        if wanted != etag_of(current):
-            return redfish_error(
-                412,
-                "The ETag in If-Match does not match the resource",
-                "Base.1.8.PreconditionFailed",
-            )
-        return None
+        return refusals.if_match(self.flavour, wanted, etag_of(current), required)
 
     def _now(self) -> float:
         return self.clock.now()
@@ -318,20 +328,36 @@ class BmcApp:
     async def _system(self, request, match):
         return self._doc(r.system(self.paths, self.node))
 
+    async def _system_settings(self, request, match):
+        return self._doc(r.system_settings(self.paths, self.node))
+
     async def _patch_system(self, request, match):
-        refused = self._if_match(request, r.system(self.paths, self.node), required=False)
+        if self.paths.system_settings:
+            # NVIDIA DGX H100 / GB200: the override goes to the settings object only.
+            return refusals.boot_on_settings_only(self.paths.system_settings)
+        return await self._patch_boot(request, r.system(self.paths, self.node))
+
+    async def _patch_settings(self, request, match):
+        return await self._patch_boot(request, r.system_settings(self.paths, self.node))
+
+    async def _patch_boot(self, request, current: dict[str, Any]):
+        refused = self._if_match(request, current, required=False)
         if refused:
             return refused
         body = await _json_body(request)
         boot = (body or {}).get("Boot")
         if not isinstance(boot, dict):
             return redfish_error(400, "only Boot can be changed on this system")
+        refused = refusals.boot_patch(self.flavour, self.node, boot, self._now())
+        if refused:
+            return refused
         target = boot.get("BootSourceOverrideTarget")
         enabled = boot.get("BootSourceOverrideEnabled")
         mode = boot.get("BootSourceOverrideMode")
-        if target is not None and target not in r.BOOT_TARGETS:
+        if target is not None and target not in self.flavour.boot_targets:
             return redfish_error(400, f"{target} is not an allowed BootSourceOverrideTarget")
-        if enabled is not None and enabled not in ("Once", "Continuous", "Disabled"):
+        allowed_enabled = self.flavour.boot_enabled_values or ("Once", "Continuous", "Disabled")
+        if enabled is not None and enabled not in allowed_enabled:
             return redfish_error(400, f"{enabled} is not an allowed BootSourceOverrideEnabled")
         if mode is not None and mode not in ("UEFI", "Legacy"):
             return redfish_error(400, f"{mode} is not an allowed BootSourceOverrideMode")
@@ -390,6 +416,9 @@ class BmcApp:
         attributes = (body or {}).get("Attributes")
         if not isinstance(attributes, dict) or not attributes:
             return redfish_error(400, "Attributes must be a non-empty object")
+        refused = refusals.bios_patch(self.flavour, self.node, body or {})
+        if refused:
+            return refused
         unknown = sorted(set(attributes) - set(self.node.bios_current))
         if unknown:
             return redfish_error(400, f"unknown BIOS attributes: {', '.join(unknown)}")
@@ -435,20 +464,34 @@ class BmcApp:
         entries = r.firmware_entries(self.node, self.flavour)
         for target in targets:
             target_id = canonical(target).rsplit("/", 1)[-1]
-            match = [e for e in entries if e.id.lower() == target_id]
+            # Supermicro names the component's device, not its inventory entry (Managers/1,
+            # Systems/1/Bios; libredfish src/supermicro.rs): the entry whose RelatedItem it is.
+            match = [e for e in entries if e.id.lower() == target_id] or [
+                e
+                for e in entries
+                if e.running and e.related and canonical(e.related) == canonical(target)
+            ]
             if not match:
                 return redfish_error(400, f"unknown update target {target}")
             if match[0].component != component:
                 return redfish_error(400, f"image {image_name} does not fit target {target}")
-        task = self.node.start_update(component, parsed["version"], self._now())
+        f = self.flavour
+        try:
+            task = self.node.start_update(
+                component,
+                parsed["version"],
+                self._now(),
+                progress=f.update_progress,
+                activation=f.bmc_activation if component == "bmc" else f.host_activation,
+            )
+        except JobQueueBusy as busy:
+            return job_queue_busy(busy.message_id)
         faults = self.node.faults
         if faults.param("update_answer_held") == component:
             # Accepted, and the task runs; the answer comes too late for anyone waiting on it.
             faults.clear("update_answer_held")
             await asyncio.sleep(UPDATE_ANSWER_HOLD_SECONDS)
-        response = web.Response(status=202)
-        response.headers["Location"] = self.flavour.link(f"{self.paths.tasks}/{task.id}")
-        return response
+        return self._update_accepted(task)
 
     async def _simple_update(self, request, match):
         gated = self._gated()
@@ -458,8 +501,13 @@ class BmcApp:
         uri = (body or {}).get("ImageURI")
         if not isinstance(uri, str) or not uri:
             return redfish_error(400, "ImageURI is required")
+        refused = refusals.missing_parameters(
+            self.flavour.update_required, body or {}, self.paths.simple_update
+        )
+        if refused:
+            return refused
         return await self._start_update(
-            basename(urlsplit(uri).path), list(body.get("Targets") or [])
+            unquote(basename(urlsplit(uri).path)), list(body.get("Targets") or [])
         )
 
     async def _multipart_update(self, request, match):
@@ -496,13 +544,116 @@ class BmcApp:
         members = [f"{self.paths.tasks}/{t}" for t in self.node.tasks]
         return self._doc(r.collection(self.paths, self.paths.tasks, members, "Task"))
 
+    # -- firmware completion and activation ------------------------------------------------
+
+    def _firmware_routes(self) -> None:
+        p, f = self.paths, self.flavour
+        if f.update_progress == "openbmc":
+            self._add(p.tasks + "/{id}/Monitor", GET=self._task_monitor)
+        self._add(p.manager_reset, POST=self._manager_reset)
+        if f.update_progress == "dell_job":
+            self._add(p.dell_job_service, GET=lambda req, m: self._doc(r.dell_job_service(p)))
+            self._add(p.delete_job_queue, POST=self._delete_job_queue)
+        if "aux_power" in (f.bmc_activation, f.host_activation):
+            self._add(p.aux_power_reset, POST=self._aux_power_reset)
+
+    def _update_accepted(self, task) -> web.Response:
+        """The answer to an accepted update, as the flavour's BMC gives it."""
+        if task is None:
+            # iLO 5/6: 200, a success message and no task (HPE iLO RESTful API reference).
+            return web.json_response(
+                {
+                    "error": {
+                        "code": "iLO.0.10.ExtendedInfo",
+                        "message": "See @Message.ExtendedInfo for more information.",
+                        "@Message.ExtendedInfo": [{"MessageId": "Base.1.4.Success"}],
+                    }
+                }
+            )
+        if self.flavour.update_progress == "openbmc":
+            # bmcweb: 202 with the Task, its Location the task's monitor (task.hpp).
+            response = web.json_response(r.task(self.paths, task), status=202)
+            response.headers["Location"] = self.flavour.link(
+                f"{self.paths.tasks}/{task.id}/Monitor"
+            )
+            return response
+        response = web.Response(status=202)
+        response.headers["Location"] = self.flavour.link(f"{self.paths.tasks}/{task.id}")
+        return response
+
+    async def _update_service(self, request, match):
+        body = r.update_service(self.paths)
+        if self.flavour.update_progress == "hpe_flash":
+            body["Oem"] = {"Hpe": r.hpe_update_state(self.node.flash_view(self._now()))}
+        return self._doc(body)
+
+    async def _task_monitor(self, request, match):
+        """bmcweb's task monitor: 202 and the Task while it runs, 204 once when it has ended,
+        404 after that (redfish-core/lib/task.hpp)."""
+        for task_id in self.node.tasks:
+            if task_id.lower() == match["id"]:
+                task = self.node.task_view(task_id, self._now())
+                if task.state in ("Running", "Scheduled"):
+                    return self._doc(r.task(self.paths, task), 202)
+                if not task.monitor_ended:
+                    task.monitor_ended = True
+                    return web.Response(status=204)
+                break
+        return redfish_error(404, "no such task monitor", "Base.1.8.ResourceMissingAtURI")
+
+    async def _manager_reset(self, request, match):
+        body = await _json_body(request) or {}
+        if body.get("ResetType") not in ("GracefulRestart", "ForceRestart"):
+            return redfish_error(400, f"ResetType {body.get('ResetType')!r} is not allowed")
+        self.node.activate("manager_reset", self._now())
+        return web.Response(status=204)
+
+    async def _delete_job_queue(self, request, match):
+        body = await _json_body(request) or {}
+        if body.get("JobID") != "JID_CLEARALL" and body.get("JobID") not in self.node.tasks:
+            return redfish_error(400, f"no job {body.get('JobID')!r}", "IDRAC.2.8.SUP011")
+        if body.get("JobID") == "JID_CLEARALL":
+            self.node.clear_job_queue()
+        else:
+            self.node.tasks.pop(str(body["JobID"]), None)
+        # iDRAC answers 200 with a success message, queue empty or not (idempotent).
+        return web.json_response(
+            {"@Message.ExtendedInfo": [{"MessageId": "IDRAC.2.8.SUP018",
+                                        "Message": "Successfully deleted the job(s)."}]}
+        )  # fmt: skip
+
+    async def _aux_power_reset(self, request, match):
+        body = await _json_body(request) or {}
+        if body.get("ResetType") not in ("AuxPowerCycle", "AuxPowerCycleForce"):
+            return redfish_error(400, f"ResetType {body.get('ResetType')!r} is not allowed")
+        self.node.activate("aux_power", self._now())
+        return web.Response(status=204)
+
     async def _task(self, request, match):
         for task_id in self.node.tasks:
             if task_id.lower() == match["id"]:
                 task = self.node.task_view(task_id, self._now())
-                status = 202 if task.state == "Running" else 200
+                # bmcweb's Task resource answers 200; its monitor says 202 (_task_monitor).
+                running = task.state == "Running" and self.flavour.update_progress != "openbmc"
+                status = 202 if running else 200
                 return self._doc(r.task(self.paths, task), status)
         return redfish_error(404, "no such task")
+
+
+def job_queue_busy(message_id: str) -> web.Response:
+    """iDRAC's refusal of a new job while one is pending (LC068) or running (RAC0679), with
+    the bodies sushy recorded (tests/oem/dell/unit/json_samples/error_pending_job.json,
+    error_running_job.json)."""
+    if message_id.endswith("LC068"):
+        message = (
+            "Unable to perform the import or export operation because there are pending "
+            "attribute changes or a configuration job is in progress."
+        )
+    elif message_id.endswith("RAC0679"):
+        message = "A job operation is already running. Retry the operation after the existing job is completed."
+    else:
+        message = "An update is already in progress."
+    return redfish_error(400, message, message_id)
 
 
 async def _call(handler: Handler, request: web.Request, match: re.Match[str]):

@@ -31,11 +31,24 @@ class Paths:
         self.simple_update = f"{self.update}/Actions/UpdateService.SimpleUpdate"
         self.tasks = f"{ROOT}/TaskService/Tasks"
         self.sessions = f"{ROOT}/SessionService/Sessions"
+        self.manager_reset = f"{self.manager}/Actions/Manager.Reset"
+        # iDRAC 9 6.x: the manager's Links.Oem.Dell.DellJobService (dell-idrac9-r750).
+        self.dell_job_service = f"{self.manager}/Oem/Dell/DellJobService"
+        self.delete_job_queue = f"{self.dell_job_service}/Actions/DellJobService.DeleteJobQueue"
+        # GB200 NVL: Chassis/BMC_0 Actions.Oem (nvidia-gb200).
+        self.aux_power_reset = f"{self.chassis}/Actions/Oem/NvidiaChassis.AuxPowerReset"
         self.reset = f"{self.system}/Actions/ComputerSystem.Reset"
         self.processors = f"{self.system}/Processors"
         self.storage = f"{self.system}/Storage"
         self.drives = f"{self.storage}/1/Drives"
         self.adapters = f"{self.chassis}/NetworkAdapters"
+        # The system's own settings object, where Boot is PATCHed on NVIDIA's BMCs ("" if none).
+        self.system_settings = (
+            f"{self.system}/{flavour.system_settings}" if flavour.system_settings else ""
+        )
+        owner = self.system if flavour.media_owner == "system" else self.manager
+        self.media = f"{owner}/VirtualMedia"
+        self.cd = f"{self.media}/{flavour.media_id}"
         self.baseboard = f"{ROOT}/Systems/HGX_Baseboard_0"
         self.hmc = f"{ROOT}/Managers/HGX_BMC_0"
         # GPUs sit on the HGX baseboard's system where the BMC serves one (DGX H100).
@@ -179,12 +192,7 @@ def system(paths: Paths, node: LabNode) -> dict[str, Any]:
         "UUID": node.uuid,
         "PowerState": node.power,
         "BiosVersion": node.firmware["bios"],
-        "Boot": {
-            "BootSourceOverrideTarget": node.boot_target,
-            "BootSourceOverrideEnabled": node.boot_enabled,
-            "BootSourceOverrideMode": node.boot_mode,
-            "BootSourceOverrideTarget@Redfish.AllowableValues": BOOT_TARGETS,
-        },
+        "Boot": boot(f, node, allowable=f.boot_values_on_system),
         "Bios": paths.link(paths.bios),
         "EthernetInterfaces": paths.link(paths.eth),
         "Processors": paths.link(paths.processors),
@@ -201,11 +209,58 @@ def system(paths: Paths, node: LabNode) -> dict[str, Any]:
             }
         },
         "Status": {"State": "Enabled", "Health": "OK"},
+        **media_link(paths, "system"),
+        **settings_link(paths),
+    }
+
+
+def boot(flavour: Flavour, node: LabNode, *, allowable: bool = True) -> dict[str, Any]:
+    """The Boot object of the system (or of its settings object), as the flavour lists it."""
+    body: dict[str, Any] = {
+        "BootSourceOverrideTarget": node.boot_target,
+        "BootSourceOverrideEnabled": node.boot_enabled,
+        "BootSourceOverrideMode": node.boot_mode,
+    }
+    if allowable:
+        body["BootSourceOverrideTarget@Redfish.AllowableValues"] = list(flavour.boot_targets)
+        if flavour.boot_enabled_values:
+            body["BootSourceOverrideEnabled@Redfish.AllowableValues"] = list(
+                flavour.boot_enabled_values
+            )
+    return body
+
+
+def media_link(paths: Paths, owner: str) -> dict[str, Any]:
+    """The VirtualMedia link on the system or the manager, where the flavour hangs it."""
+    return {"VirtualMedia": paths.link(paths.media)} if paths.f.media_owner == owner else {}
+
+
+def settings_link(paths: Paths) -> dict[str, Any]:
+    """The system's @Redfish.Settings where Boot is taken on a settings object."""
+    if not paths.system_settings:
+        return {}
+    return {
+        "@Redfish.Settings": {
+            "@odata.type": "#Settings.v1_3_5.Settings",
+            "SettingsObject": paths.link(paths.system_settings),
+        }
+    }
+
+
+def system_settings(paths: Paths, node: LabNode) -> dict[str, Any]:
+    """The system's settings object (DGX "SD", GB200 "Settings"): Boot as it will apply."""
+    return {
+        "@odata.id": paths.f.link(paths.system_settings),
+        "@odata.type": "#ComputerSystem.v1_17_0.ComputerSystem",
+        "Id": paths.f.system_settings,
+        "Name": "System Pending Settings",
+        "Boot": boot(paths.f, node),
     }
 
 
 def manager(paths: Paths, node: LabNode) -> dict[str, Any]:
     return {
+        **media_link(paths, "manager"),
         "@odata.id": paths.f.link(paths.manager),
         "@odata.type": "#Manager.v1_15_0.Manager",
         "Id": paths.f.manager_id,
@@ -214,7 +269,11 @@ def manager(paths: Paths, node: LabNode) -> dict[str, Any]:
         "Model": paths.f.manager_model,
         "FirmwareVersion": node.firmware["bmc"],
         # The DGX H100 host BMC names no server it manages; the host names it (ManagedBy).
-        "Links": {} if paths.f.baseboard else {"ManagerForServers": [paths.link(paths.system)]},
+        "Links": {
+            **({} if paths.f.baseboard else {"ManagerForServers": [paths.link(paths.system)]}),
+            **manager_firmware_links(paths),
+        },
+        **manager_firmware_parts(paths),
     }
 
 
@@ -229,6 +288,7 @@ def chassis(paths: Paths, node: LabNode) -> dict[str, Any]:
         "Model": node.model,
         "SerialNumber": node.serial,
         "NetworkAdapters": paths.link(paths.adapters),
+        **chassis_firmware_parts(paths),
         "Links": {"ComputerSystems": [paths.link(paths.system)]},
     }
 
@@ -440,14 +500,85 @@ def drive(paths: Paths, node: LabNode, index: int) -> dict[str, Any]:
     }
 
 
-def task(paths: Paths, lab_task: Any) -> dict[str, Any]:
+def manager_firmware_parts(paths: Paths) -> dict[str, Any]:
+    """The manager's Reset action (GracefulRestart, ForceRestart as XCC and iDRAC list them)."""
     return {
+        "Actions": {
+            "#Manager.Reset": {
+                "target": paths.f.link(paths.manager_reset),
+                "ResetType@Redfish.AllowableValues": ["GracefulRestart", "ForceRestart"],
+            }
+        }
+    }
+
+
+def manager_firmware_links(paths: Paths) -> dict[str, Any]:
+    """iDRAC: Links.Oem.Dell.DellJobService (dell-idrac9-r750 Managers/iDRAC.Embedded.1)."""
+    if paths.f.update_progress != "dell_job":
+        return {}
+    return {"Oem": {"Dell": {"DellJobService": paths.link(paths.dell_job_service)}}}
+
+
+def chassis_firmware_parts(paths: Paths) -> dict[str, Any]:
+    """GB200 NVL's aux power cycle on Chassis/BMC_0 (nvidia-gb200 Actions.Oem)."""
+    if "aux_power" not in (paths.f.bmc_activation, paths.f.host_activation):
+        return {}
+    action = {"target": paths.f.link(paths.aux_power_reset)}
+    return {"Actions": {"Oem": {"#NvidiaChassis.AuxPowerReset": action}}}
+
+
+def dell_job_service(paths: Paths) -> dict[str, Any]:
+    """sushy tests/oem/dell/unit/json_samples/job_service.json, at iDRAC 9 6.x's path."""
+    return {
+        "@odata.id": paths.f.link(paths.dell_job_service),
+        "@odata.type": "#DellJobService.v1_1_0.DellJobService",
+        "Id": "Job Service",
+        "Name": "DellJobService",
+        "Actions": {
+            "#DellJobService.DeleteJobQueue": {"target": paths.f.link(paths.delete_job_queue)}
+        },
+    }
+
+
+def hpe_update_state(flash: Any) -> dict[str, Any]:
+    """UpdateService.Oem.Hpe as iLO 5/6 report a flash (HPE iLO RESTful API reference)."""
+    if flash is None:
+        return {"State": "Idle", "FlashProgressPercent": 0}
+    return {
+        "State": flash.state,
+        "FlashProgressPercent": flash.percent,
+        "ImageName": f"{flash.component}-{flash.version}.bin",
+        "Target": flash.component,
+    }
+
+
+# A lab task's state as a DMTF TaskState and as an iDRAC JobState. A Scheduled iDRAC job is a
+# Task "Starting" (sushy tests/oem/dell/unit/json_samples/task.json).
+TASK_STATES = {"Scheduled": "Starting"}
+DELL_JOB_STATES = {"Exception": "Failed", "Cancelled": "Failed"}
+
+
+def task(paths: Paths, lab_task: Any) -> dict[str, Any]:
+    body = {
         "@odata.id": paths.f.link(f"{paths.tasks}/{lab_task.id}"),
         "@odata.type": "#Task.v1_7_0.Task",
         "Id": lab_task.id,
         "Name": f"{lab_task.kind} {lab_task.component}".strip(),
-        "TaskState": lab_task.state,
+        "TaskState": TASK_STATES.get(lab_task.state, lab_task.state),
         "TaskStatus": "Critical" if lab_task.state == "Exception" else "OK",
         "PercentComplete": lab_task.percent,
         "Messages": [{"Message": lab_task.message}] if lab_task.message else [],
     }
+    if paths.f.update_progress == "openbmc":
+        body["TaskMonitor"] = paths.f.link(f"{paths.tasks}/{lab_task.id}/Monitor")
+    if lab_task.id.startswith("JID_"):
+        body["Oem"] = {
+            "Dell": {
+                "@odata.type": "#DellJob.v1_1_0.DellJob",
+                "Id": lab_task.id,
+                "JobState": DELL_JOB_STATES.get(lab_task.state, lab_task.state),
+                "Message": lab_task.message,
+                "PercentComplete": lab_task.percent,
+            }
+        }
+    return body

@@ -17,6 +17,10 @@ from provisioning.models import PhaseRecord
 from provisioning.phases import PHASE_NAMES
 
 FIRMWARE_PHASES = [p for p in PHASE_NAMES if p.endswith("_firmware")]
+OOB_FIRMWARE = ["bmc_firmware", "bios_firmware", "hgx_firmware"]
+# Each vendor's way of finishing an update: iDRAC jobs, iLO's flash state, Supermicro's tasks,
+# OpenBMC monitors (DGX), and GB200's aux power cycle before its new images run.
+FLAVOURS = ("dell", "hpe", "supermicro", "dgx", "gb200")
 
 
 def _named(node: dict) -> bool:
@@ -40,7 +44,9 @@ def _hardware_state(lab_node, inband) -> dict:
 @pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_standard_fault_mix_then_an_idempotent_second_pass(tmp_path):
-    config = LabRunConfig(nodes=16, faults="standard", seed=7, speed=400, timeout_s=600)
+    config = LabRunConfig(
+        nodes=16, faults="standard", seed=7, speed=400, timeout_s=600, flavours=FLAVOURS
+    )
     with LabRun(config, log_dir=tmp_path) as lab:
         first = lab.run_pass()
         before = {
@@ -64,6 +70,19 @@ def test_standard_fault_mix_then_an_idempotent_second_pass(tmp_path):
         assert _named(node), node
         (fault,) = [f["name"] for f in node["injected_faults"] if f["kind"] == "hardware"]
         assert node["reason"].startswith(CAUGHT_BY[fault] + ":"), node
+
+    # Every out-of-band firmware phase that ran in pass one ends with the version it verified.
+    first_records = PhaseRecord.objects.filter(
+        run__node__serial__in=[n["serial"] for n in healthy], phase__in=OOB_FIRMWARE,
+        status="done",
+    )  # fmt: skip
+    assert first_records.exists()
+    for record in first_records:
+        target = record.run.manifest.spec["firmware"][record.phase.removesuffix("_firmware")]
+        assert [c["to"] for c in record.changes] == [target["version"]], (
+            record.phase,
+            record.changes,
+        )
 
     for node in second["nodes"]:
         if node["hardware_fault"]:
