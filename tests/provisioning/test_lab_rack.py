@@ -20,7 +20,14 @@ FIRMWARE_PHASES = [p for p in PHASE_NAMES if p.endswith("_firmware")]
 OOB_FIRMWARE = ["bmc_firmware", "bios_firmware", "hgx_firmware"]
 # Each vendor's way of finishing an update: iDRAC jobs, iLO's flash state, Supermicro's tasks,
 # OpenBMC monitors (DGX), and GB200's aux power cycle before its new images run.
-FLAVOURS = ("dell", "hpe", "supermicro", "dgx", "gb200")
+# One per node (the hall cycles through a shorter tuple): each vendor is its own SKU, and the
+# fabric gate pairs a node with a healthy one of its SKU, so each vendor gets one of the mix's
+# five hardware faults (nodes 0, 2, 6, 7 and 11 at seed 7) and at least two healthy nodes left
+# to pair in the second pass.
+FLAVOURS = (
+    "dell", "dell", "supermicro", "dell", "hpe", "hpe", "hpe", "dgx",
+    "supermicro", "supermicro", "dgx", "gb200", "dgx", "gb200", "gb200", "dell",
+)  # fmt: skip
 
 
 def _named(node: dict) -> bool:

@@ -10,11 +10,13 @@ import json
 
 import pytest
 
+from lab.hall import LabHall
 from provisioning.errors import classify
 from provisioning.outcomes import TransientFailure
-from provisioning.redfish import RedfishClient, errors
+from provisioning.redfish import RedfishClient, errors, virtual_media
 from provisioning.redfish.firmware_update import UPLOAD_TIMEOUT_S
 
+from .conftest import lab_client
 from .replay import DELL_SAMPLES, replay, sample
 
 ISO = "https://media.example/boot/v1/media/abc.iso"
@@ -189,8 +191,6 @@ def test_insert_media_adds_what_the_bmc_says_is_missing_as_sushy_does():
 
 
 def client_insert(client):
-    from provisioning.redfish import virtual_media
-
     return virtual_media.insert(client, ISO)
 
 
@@ -219,8 +219,6 @@ def test_lenovo_media_without_insert_action_is_patched_with_if_match():
 def test_nvidia_openbmc_refuses_a_plain_http_image_before_sending():
     with replay("nvidia-gb200") as served, client_for(served) as client:
         with pytest.raises(errors.ConfigurationError, match="https://"):
-            from provisioning.redfish import virtual_media
-
             virtual_media.insert(client, "http://media.example/boot.iso")
         assert served.writes() == []
 
@@ -387,3 +385,16 @@ def test_not_ready_refusals_are_transient_for_the_engine(capture, path, message_
             client.patch(path, {"Boot": {"BootSourceOverrideTarget": "Pxe"}})
     outcome = classify(raised.value)
     assert isinstance(outcome, TransientFailure), outcome
+
+
+# -- against the lab's vendor flavours, which refuse as the vendors do -------------------------
+
+
+@pytest.mark.parametrize("flavour", ["dgx", "gb200"])
+def test_openbmc_media_that_mounts_late_is_read_back_until_it_shows(flavour):
+    """DGX and GB200 BMCs answer InsertMedia at once and mount a moment later; DGX also wants
+    credentials (sushy credentials_required_error.json). The read-back waits the mount out."""
+    with LabHall(1, flavours=(flavour,), speed=4, seed=11) as hall:
+        with lab_client(hall.bmcs[0]) as client:
+            seen = virtual_media.insert(client, ISO)
+    assert seen.inserted and seen.image == ISO
