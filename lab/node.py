@@ -120,6 +120,9 @@ class LabNode:
     # Every request that changes something (not GET, not a session login or logout): tests
     # read it to prove a read-only operation (the drift audit) wrote nothing.
     writes: list[str] = field(default_factory=list)
+    # Every firmware update the BMC accepted, by component, in order: a job-queue clear or a
+    # BMC reset forgets tasks, not this (tests count flashes with it).
+    flashes: list[str] = field(default_factory=list)
     boot_count: int = 0
     last_boot_target: str = ""
     # The virtual CD: its image, whether it reads Inserted (an OpenBMC mounts it a little after
@@ -333,6 +336,7 @@ class LabNode:
         with self._lock:
             if progress == "dell_job":
                 self._refuse_if_queue_busy()
+            self.flashes.append(component)
             if progress == "hpe_flash":
                 self._start_flash(component, version, now, activation)
                 return None

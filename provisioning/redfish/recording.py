@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .firmware_update import image_size
 from .transport import Transport
 
 SECRET = "***"
@@ -99,7 +100,7 @@ def _multipart(files: Any, data: Any) -> dict[str, Any]:
         if filename is None:
             out[name] = _json_or_text(content)
         else:
-            out[name] = {"filename": filename, "size": _size(content)}
+            out[name] = {"filename": filename, "size": image_size(content)}
     return out
 
 
@@ -109,17 +110,3 @@ def _json_or_text(content: Any) -> Any:
         return json.loads(text)
     except ValueError:
         return text
-
-
-def _size(content: Any) -> int | None:
-    """The byte count of a part, without consuming a file object."""
-    if isinstance(content, bytes | bytearray | str):
-        return len(content)
-    try:
-        where = content.tell()
-        content.seek(0, 2)
-        size = content.tell()
-        content.seek(where)
-    except (AttributeError, OSError):
-        return None
-    return size

@@ -32,10 +32,11 @@ def _wait_for(condition, what: str, run, timeout: float = 300.0) -> None:
 
 
 def _firmware_flashes(lab_node) -> dict[str, int]:
+    # Counted from what the BMC accepted, not its task list: the iDRAC job queue is cleared
+    # before each update is staged, which forgets the earlier jobs.
     counts: dict[str, int] = {}
-    for task in lab_node.tasks.values():
-        if task.kind == "firmware":
-            counts[task.component] = counts.get(task.component, 0) + 1
+    for component in lab_node.flashes:
+        counts[component] = counts.get(component, 0) + 1
     return counts
 
 
