@@ -190,6 +190,14 @@ def test_insert_media_adds_what_the_bmc_says_is_missing_as_sushy_does():
         assert len(sent) == 4
 
 
+def test_a_failed_read_back_names_no_media_url():
+    """The ISO URL carries the key that serves the node's boot credential (issue 30)."""
+    with replay("ami-megarac-gigabyte") as served, client_for(served) as client:
+        with pytest.raises(errors.RedfishError) as raised:
+            client_insert(client)
+    assert "abc.iso" not in str(raised.value) and "media.example" not in str(raised.value)
+
+
 def client_insert(client):
     return virtual_media.insert(client, ISO)
 
