@@ -23,6 +23,10 @@ class UploadRefused(Exception):
     """The upload cannot be taken; the message says why."""
 
 
+class UploadTooLarge(UploadRefused):
+    """The output is over MAX_UPLOAD (the API answers 413)."""
+
+
 def verdict_of(parsed: ParseResult) -> str:
     """Error if the output cannot be judged, fail on any critical finding, else pass."""
     if parsed.error:
@@ -40,7 +44,7 @@ def upload_output(node: Node, tool: str, text: str, *, actor) -> GateResult:
         expected = ", ".join(sorted(GATE_OF_TOOL))
         raise UploadRefused(f"unknown tool {tool!r}; expected one of {expected}")
     if len(text.encode()) > MAX_UPLOAD:
-        raise UploadRefused(f"output larger than {MAX_UPLOAD // (1024 * 1024)} MiB")
+        raise UploadTooLarge(f"output larger than {MAX_UPLOAD // (1024 * 1024)} MiB")
     parsed = PARSERS[tool](text)
     now = timezone.now()
     with transaction.atomic():

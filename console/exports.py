@@ -48,53 +48,52 @@ class _Echo:
         return value
 
 
-def _cell(value: object) -> str:
+# A spreadsheet runs a cell starting with one of these as a formula (CSV injection); OWASP's
+# guidance lists all six, "-" included: `-2+3+cmd|' /C calc'!A0` is live in Excel.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(value: object) -> str:
+    """The cell's text, a formula start defused with a leading single quote (OWASP)."""
     text = "" if value is None else str(value)
-    # A spreadsheet would run a cell starting with these as a formula (CSV injection).
-    if text[:1] in ("=", "+", "@", "\t", "\r"):
+    if text.startswith(FORMULA_STARTS):
         return "'" + text
     return text
 
 
-def _node_cells(node: Node) -> list[str]:
+def _node_cells(node: Node) -> list[object]:
     rack = node.rack
     return [
-        _cell(v)
-        for v in (
-            node.serial,
-            node.hostname,
-            node.sku.name,
-            rack.site.name if rack else "",
-            rack.name if rack else "",
-            node.position,
-            node.state,
-            node.manifest.version if node.manifest_id else "",
-            getattr(node, "last_verdict", None),
-            node.bmc_address,
-            " ".join(str(mac) for mac in node.mac_addresses or []),
-            node.tenant,
-        )
+        node.serial,
+        node.hostname,
+        node.sku.name,
+        rack.site.name if rack else "",
+        rack.name if rack else "",
+        node.position,
+        node.state,
+        node.manifest.version if node.manifest_id else "",
+        getattr(node, "last_verdict", None),
+        node.bmc_address,
+        " ".join(str(mac) for mac in node.mac_addresses or []),
+        node.tenant,
     ]
 
 
-def _component_cells(component: Component) -> list[str]:
+def _component_cells(component: Component) -> list[object]:
     return [
-        _cell(v)
-        for v in (
-            component.kind,
-            component.slot,
-            component.model,
-            component.serial,
-            component.part_number,
-            component.firmware_version,
-        )
+        component.kind,
+        component.slot,
+        component.model,
+        component.serial,
+        component.part_number,
+        component.firmware_version,
     ]
 
 
-def node_rows(nodes: QuerySet[Node], chunk_size: int = CHUNK_SIZE) -> Iterator[list[str]]:
+def node_rows(nodes: QuerySet[Node], chunk_size: int = CHUNK_SIZE) -> Iterator[list[object]]:
     """The header, then one row per component (node columns repeated); a bare node gets one."""
-    yield HEADER
-    empty = [""] * len(COMPONENT_COLUMNS)
+    yield list(HEADER)
+    empty: list[object] = [""] * len(COMPONENT_COLUMNS)
     for node in nodes.iterator(chunk_size=chunk_size):
         cells = _node_cells(node)
         components = list(node.components.all())
@@ -104,12 +103,15 @@ def node_rows(nodes: QuerySet[Node], chunk_size: int = CHUNK_SIZE) -> Iterator[l
             yield cells + _component_cells(component)
 
 
-def stream_csv(rows: Iterable[list[str]], rows_per_chunk: int = 200) -> Iterator[str]:
-    """CSV text in chunks of a few hundred rows: few writes, bounded memory."""
+def stream_csv(rows: Iterable[list[object]], rows_per_chunk: int = 200) -> Iterator[str]:
+    """CSV text in chunks of a few hundred rows: few writes, bounded memory.
+
+    Every cell of every export passes spreadsheet_cell here, so no export can forget it.
+    """
     writer = csv.writer(_Echo())
     buffer: list[str] = []
     for row in rows:
-        buffer.append(writer.writerow(row))
+        buffer.append(writer.writerow([spreadsheet_cell(value) for value in row]))
         if len(buffer) >= rows_per_chunk:
             yield "".join(buffer)
             buffer = []

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from . import webhooks
@@ -65,6 +66,12 @@ for _state in S:
 ACTIVE_STATES = frozenset({S.PROVISIONING, S.VALIDATING, S.RELEASING, S.WIPING})
 NEEDS_ATTENTION_STATES = frozenset({S.FAILED, S.QUARANTINED, S.BREAK_FIX})
 RUN_STARTABLE_STATES = frozenset({s for (s, t) in TRANSITIONS if t == S.PROVISIONING} - {S.WIPING})
+
+
+# Sent inside a move's transaction, after its event, with node, from_state and to_state: the
+# packages above fleet (provisioning ends agent sessions on it) follow a move without fleet
+# importing them.
+node_moved = Signal()
 
 
 class TransitionError(Exception):
@@ -141,4 +148,5 @@ def transition(
         )
         # Webhook receivers hear of the move only once it commits (queued with on_commit).
         webhooks.state_changed(node, event)
+        node_moved.send(Node, node=node, from_state=str(current), to_state=str(to_state))
     return TransitionResult(node.pk, str(current), str(to_state), event.pk)

@@ -243,6 +243,8 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "greenlight.api.pagination.CursorPagination",
+    # A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a 413 (Django would answer 400).
+    "EXCEPTION_HANDLER": "greenlight.api.exceptions.exception_handler",
     "DEFAULT_PARSER_CLASSES": [
         "greenlight.api.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",

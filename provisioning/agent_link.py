@@ -49,6 +49,12 @@ def live_session(node: Node, environment: str | None = None) -> AgentSession | N
     return prepared.first(node.pk)
 
 
+def revoke_sessions(node_id: int, environment: str | None = None) -> int:
+    """End the node's live sessions (of one environment, or all): their tokens answer 401 from
+    now on, and their open commands are judged lost at the next look (refresh). How many."""
+    return _live_sessions(node_id, environment).update(revoked_at=timezone.now())
+
+
 def silence_after(poll_s: float) -> timedelta:
     """How long after a poll an agent told to come back in `poll_s` counts as gone."""
     return timedelta(seconds=max(MISSED_POLLS * poll_s, MIN_SILENCE_S))

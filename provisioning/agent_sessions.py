@@ -44,6 +44,10 @@ class AgentRefusal(Exception):
     """An agent's request that must be refused (HTTP 403); the reason goes to the event log."""
 
 
+class AgentUnauthenticated(AgentRefusal):
+    """No live token: none, an unknown one, or one whose session ended (HTTP 401)."""
+
+
 def derive_token(node_id: int, boot_id: str, nonce: str) -> str:
     """The session's token: derived from the server's key, never stored."""
     return boot_credentials.derive(f"greenlight-agent:{node_id}:{boot_id}:{nonce}")
@@ -123,17 +127,27 @@ def authenticate(header: str, *, remote: str = "", path: str = "") -> AgentSessi
     """The live session a bearer token speaks for, or AgentRefusal."""
     token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
     if not token:
-        _refuse(None, f"agent request without a token ({_clip(path)})", remote)
+        _refuse(
+            None, f"agent request without a token ({_clip(path)})", remote, AgentUnauthenticated
+        )
     session = (
         AgentSession.objects.select_related("node").filter(token_hash=hash_token(token)).first()
     )
     if session is None:
-        _refuse(None, f"agent request with an unknown token ({_clip(path)})", remote)
+        _refuse(
+            None,
+            f"agent request with an unknown token ({_clip(path)})",
+            remote,
+            AgentUnauthenticated,
+        )
     if session.revoked_at is not None:
+        # Revoked by a newer boot, by the end of its run, or by the node's move (session_ends).
         _refuse(
             session.node,
-            f"token of an old boot ({session.boot_id[:8]}) used for {_clip(path)}",
+            f"token of an ended session (boot {session.boot_id[:8]}, an old boot or a finished "
+            f"run) used for {_clip(path)}",
             remote,
+            AgentUnauthenticated,
         )
     return session
 
@@ -230,7 +244,12 @@ def _clip(text: str) -> str:
     return truncate(text, REFUSAL_TEXT_LIMIT)
 
 
-def _refuse(node: Node | None, reason: str, remote: str = "") -> None:
+def _refuse(
+    node: Node | None,
+    reason: str,
+    remote: str = "",
+    refusal: type[AgentRefusal] = AgentRefusal,
+) -> None:
     """Record the refusal (bounded per source and minute: fleet.refusals) and raise it."""
     record_refusal(
         EventKind.AGENT_REFUSED,
@@ -240,4 +259,4 @@ def _refuse(node: Node | None, reason: str, remote: str = "") -> None:
         data={"remote": remote},
         actor_label=f"agent@{remote}" if remote else "agent",
     )
-    raise AgentRefusal(_clip(reason))
+    raise refusal(_clip(reason))

@@ -16,6 +16,7 @@ from .choices import RunKind, RunStatus
 from .models import Run
 from .rollout_nudge import run_settled
 from .scheduler_sync import admitted
+from .session_ends import end_run_sessions
 from .suspect import TAKE_OUT_KINDS
 from .wipes import returned_to_service
 
@@ -51,6 +52,7 @@ def complete_run(run: Run) -> None:
             message=f"run {run.pk} succeeded",
             data={"run": run.pk, "status": RunStatus.SUCCEEDED},
         )
+        end_run_sessions(run)
         # A rollout waiting on this run counts the node done and starts its next one.
         run_settled(run.pk)
 

@@ -21,6 +21,7 @@ from .models import PhaseRecord, Run
 from .plans import plan
 from .rollout_nudge import run_settled
 from .scheduling import kick_off
+from .session_ends import end_run_sessions
 from .wipes import run_ended, run_reopened
 
 
@@ -165,6 +166,7 @@ def abort_run(run: Run, *, actor, reason: str) -> Run:
             data={"run": run.pk, "action": "abort"},
         )
         run_ended(run)
+        end_run_sessions(run)
         run_settled(run.pk)
     return run
 

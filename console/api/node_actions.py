@@ -10,6 +10,7 @@ the pages.
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -20,8 +21,10 @@ from rest_framework.response import Response
 
 from acceptance.decisions import DecisionConflict, DecisionRefused, approve, quarantine
 from acceptance.parsers import PARSERS
-from acceptance.uploads import UploadRefused, upload_output
+from acceptance.uploads import UploadRefused, UploadTooLarge, upload_output
+from fleet.choices import NodeState
 from fleet.lifecycle import RUN_STARTABLE_STATES
+from fleet.models import Node
 from provisioning.moves import MoveRefused, perform
 from provisioning.runs import RunError, start_run, start_runs
 
@@ -121,8 +124,27 @@ class RackActionsMixin:
         )
 
 
+def nodes_the_caller_may_name(nodes: QuerySet[Node], user) -> QuerySet[Node]:
+    """The nodes a verb may find for this caller.
+
+    One who may not see the fleet (the tenant platform) names only the unallocated in-service
+    nodes, the ones it burns in and hands out. Any other is 404, the same as a node that does
+    not exist, so walking ids learns no serial, state or tenancy from a refusal: the rule a
+    wipe request follows (run_serializers.WipeRequestCreateSerializer names only the tenant's
+    own nodes).
+    """
+    if user.has_perm("fleet.view_node") or not user.has_perm("provisioning.request_burn_in"):
+        # Staff see the fleet; a caller with no node verb at all gets each verb's 403, which
+        # says nothing of the node.
+        return nodes
+    return nodes.filter(tenant="", state=NodeState.IN_SERVICE)
+
+
 class NodeActionsMixin:
     """POST /nodes/<id>/start-run/, approve/, quarantine/, gate-uploads/."""
+
+    def get_queryset(self):
+        return nodes_the_caller_may_name(super().get_queryset(), self.request.user)
 
     @extend_schema(request=None, responses={202: ActionResultSerializer})
     @action(
@@ -167,7 +189,8 @@ class NodeActionsMixin:
         return _done(node, f"{decision.kind} recorded")
 
     @extend_schema(
-        request=UploadSerializer, responses={201: GateUploadResultSerializer, 400: REFUSED}
+        request=UploadSerializer,
+        responses={201: GateUploadResultSerializer, 400: REFUSED, 413: REFUSED},
     )
     @action(
         detail=True,
@@ -185,6 +208,8 @@ class NodeActionsMixin:
             )
         except DjangoPermissionDenied as exc:
             raise PermissionDenied(str(exc)) from None
+        except UploadTooLarge as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         except UploadRefused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         body = {

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -20,6 +21,7 @@ from agent import protocol
 from ..agent_link import store_result
 from ..agent_sessions import (
     AgentRefusal,
+    AgentUnauthenticated,
     CheckIn,
     authenticate,
     check_in,
@@ -42,9 +44,19 @@ class BadRequest(ValueError):
     """The body does not have the shape the endpoint takes."""
 
 
+class BodyTooLarge(BadRequest):
+    """The body is over Django's limit (DATA_UPLOAD_MAX_MEMORY_SIZE): 413, not 400."""
+
+
 def _body(request: HttpRequest) -> dict[str, Any]:
     try:
-        body = json.loads(request.body or b"{}")
+        raw = request.body
+    except RequestDataTooBig:
+        # Django refuses to read it (on Content-Length, or past the limit) and would answer 400.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raise BodyTooLarge(f"body is larger than the limit of {limit} bytes") from None
+    try:
+        body = json.loads(raw or b"{}")
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise BadRequest("body is not JSON") from None
     except RecursionError:
@@ -91,11 +103,16 @@ def _remote(request: HttpRequest) -> str:
 
 
 def _refused(exc: AgentRefusal) -> JsonResponse:
+    if isinstance(exc, AgentUnauthenticated):
+        # No live token: the agent must check in again (a new boot), not retry this one.
+        answer = JsonResponse({"error": str(exc)}, status=401)
+        answer["WWW-Authenticate"] = 'Bearer realm="greenlight-agent"'
+        return answer
     return JsonResponse({"error": str(exc)}, status=403)
 
 
 def _bad(exc: BadRequest) -> JsonResponse:
-    return JsonResponse({"error": str(exc)}, status=400)
+    return JsonResponse({"error": str(exc)}, status=413 if isinstance(exc, BodyTooLarge) else 400)
 
 
 def _check_in_claim(body: dict[str, Any]) -> CheckIn:

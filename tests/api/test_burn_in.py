@@ -52,15 +52,36 @@ def test_a_tenant_platform_burns_in_an_unallocated_node_before_handing_it_out(no
     assert moved.message == "pre-allocation burn-in asked by tina: for acme-9"
 
 
-def test_a_node_allocated_to_a_tenant_or_not_in_service_is_refused(node, tina, manifest):
+def test_a_node_allocated_to_a_tenant_or_not_in_service_is_refused(node, bob, manifest):
+    # Fleet staff, who see every node, are told why.
     _put(node, NodeState.IN_SERVICE, tenant="globex")
-    held = _post(tina, node.pk)
+    held = _post(bob, node.pk)
     assert held.status_code == 409
     # Whose node it is stays unsaid.
     assert "allocated to a tenant" in held.json()["detail"]
     assert "globex" not in held.json()["detail"]
     _put(node, NodeState.FAILED, tenant="")
-    assert _post(tina, node.pk).status_code == 409
+    assert _post(bob, node.pk).status_code == 409
+    assert not Run.objects.exists()
+
+
+def test_walking_ids_a_tenant_platform_learns_nothing_of_nodes_it_may_not_burn_in(
+    node, tina, manifest
+):
+    # Another tenant's node, and an unallocated one out of service, answer as no node at all.
+    missing = _post(tina, 999999)
+    assert missing.status_code == 404
+    _put(node, NodeState.IN_SERVICE, tenant="globex")
+    held = _post(tina, node.pk)
+    _put(node, NodeState.FAILED, tenant="")
+    failed = _post(tina, node.pk)
+    for answer in (held, failed):
+        assert (answer.status_code, answer.json()) == (404, missing.json())
+        assert node.serial not in answer.content.decode()
+    # Nor do the verbs it may not make, which look the node up first.
+    _put(node, NodeState.IN_SERVICE, tenant="globex")
+    verb = client_for(tina).post(f"/api/v1/nodes/{node.pk}/abort/", {}, format="json")
+    assert (verb.status_code, verb.json()) == (404, missing.json())
     assert not Run.objects.exists()
 
 

@@ -8,6 +8,7 @@ import io
 from django.http import StreamingHttpResponse
 
 from console.exports import HEADER
+from fleet.models import Component, Node
 from tests import factories
 
 from .conftest import BMC_PASSWORD, BMC_USERNAME, client_for
@@ -53,6 +54,23 @@ def test_formula_cells_are_defused(fleet, dora):
     factories.make_node("=HYPERLINK(1)", rack=fleet["racks"][0], position=31)
     rows = export(client_for(dora), serial="=HYPERLINK(1)")
     assert rows[0]["serial"] == "'=HYPERLINK(1)"
+
+
+# OWASP's CSV-injection list: each of these starts a formula in some spreadsheet.
+FORMULA_STARTS = ["=", "+", "-", "@", "\t", "\r"]
+
+
+def test_every_formula_start_is_defused_in_node_and_component_cells(fleet, dora):
+    for position, start in enumerate(FORMULA_STARTS, start=40):
+        node = factories.make_node(
+            f"SN-FORMULA-{position}", rack=fleet["racks"][0], position=position
+        )
+        Node.objects.filter(pk=node.pk).update(hostname=f"{start}2+3+cmd|' /C calc'!A0")
+        Component.objects.create(node=node, kind="gpu", slot="0", model=f"{start}SUM(A1)")
+    rows = export(client_for(dora), q="SN-FORMULA-")
+    cells = sorted((r["hostname"], r["component_model"]) for r in rows)
+    expected = sorted((f"'{s}2+3+cmd|' /C calc'!A0", f"'{s}SUM(A1)") for s in FORMULA_STARTS)
+    assert cells == expected
 
 
 def test_refused_without_a_role(fleet, charlie):

@@ -189,9 +189,9 @@ def test_a_token_of_an_old_boot_is_refused_and_recorded(client, two_nodes):
     )
     assert _checkin(client, alpha, secret, boot_id="boot-2").status_code == 200
     answer = _report(client, old_token, command.pk)
-    assert answer.status_code == 403
+    assert answer.status_code == 401
     assert "old boot" in answer.json()["error"]
-    assert _post(client, "/agent/v1/poll", old_token, {"known": []}).status_code == 403
+    assert _post(client, "/agent/v1/poll", old_token, {"known": []}).status_code == 401
     command.refresh_from_db()
     assert command.status == "lost"  # the reboot lost it; the old boot cannot claim it
 
@@ -294,8 +294,8 @@ def test_requests_without_a_token_or_with_garbage_are_refused(client, two_nodes)
     command = AgentCommand.objects.create(
         node=alpha, session=alpha.agent_sessions.get(), kind="inventory", status="sent"
     )
-    assert _report(client, "", command.pk).status_code == 403
-    assert _report(client, "not-a-token", command.pk).status_code == 403
+    assert _report(client, "", command.pk).status_code == 401
+    assert _report(client, "not-a-token", command.pk).status_code == 401
     bad = client.post("/agent/v1/checkin", "{not json", content_type="application/json")
     assert bad.status_code == 400
 
