@@ -8,9 +8,11 @@ a gate result's raw output in the API, a phase error quoting a command's last wo
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from fleet.models import Node
 
@@ -26,6 +28,10 @@ MIN_SECRET_CHARS = 4
 CREDENTIAL_PATTERNS = (
     re.compile(r"(greenlight\.credential=)\S+"),
     re.compile(r"(\"host_credential\"\s*:\s*\")[^\"\n]*"),
+    # HTTP Basic as `curl -v` prints it: base64 of "user:password", whoever's it is.
+    re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/=]+", re.IGNORECASE),
+    # A URL's userinfo password: https://user:password@host.
+    re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(?=@)", re.IGNORECASE),
 )
 
 
@@ -35,8 +41,8 @@ class Redactor:
     def __init__(self, secrets: set[str]) -> None:
         # Longest first, so a secret that contains another is replaced whole; none spans lines,
         # so a page's line numbers hold after redaction.
-        kept = (s for s in secrets if len(s) >= MIN_SECRET_CHARS and "\n" not in s)
-        wanted = sorted(kept, key=len, reverse=True)
+        kept = {s for s in secrets if len(s) >= MIN_SECRET_CHARS and "\n" not in s}
+        wanted = sorted(kept | {e for s in kept for e in encodings(s)}, key=len, reverse=True)
         self._values = re.compile("|".join(re.escape(s) for s in wanted)) if wanted else None
 
     def __call__(self, text: str) -> str:
@@ -55,6 +61,15 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.tree(v) for v in value]
         return value
+
+
+def encodings(secret: str) -> set[str]:
+    """The forms a tool may print a secret in besides its own: URL-encoded (a query string, a
+    form body) and base64 (a config dump, a JSON blob), each padded or not."""
+    raw = secret.encode()
+    b64 = base64.b64encode(raw).decode()
+    found = {quote(secret, safe=""), quote_plus(secret), b64, b64.rstrip("=")}
+    return {f for f in found if f != secret and len(f) >= MIN_SECRET_CHARS}
 
 
 def redactor_for(node: Node, session_ids: Iterable[int] | None = None) -> Redactor:

@@ -53,6 +53,25 @@ def test_the_redactor_replaces_longest_secrets_first_and_ignores_tiny_ones():
     assert redact(text) == "abc [redacted] [redacted] greenlight.credential=[redacted] two"
 
 
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "pw=pa%24%24%3Aw0rd%2F1",  # URL-encoded, as a query string carries it
+        "blob cGEkJDp3MHJkLzE= end",  # base64
+        "blob cGEkJDp3MHJkLzE end",  # base64 without its padding
+        "> Authorization: Basic YWRtaW46cGEkJDp3MHJkLzE=",  # curl -v, admin:pa$$:w0rd/1
+        "fetching https://admin:pa$$:w0rd@bmc.example/redfish/v1",  # URL userinfo
+    ],
+)
+def test_encoded_forms_of_a_secret_are_redacted(printed):
+    """Issue 30: a tool prints a password URL-encoded, in base64, as HTTP Basic or in a URL."""
+    secret = "pa$$:w0rd/1"
+    out = redaction.Redactor({secret})(printed)
+    assert "[redacted]" in out
+    for form in (secret, "cGEkJDp3MHJkLzE", "YWRtaW46cGEkJDp3MHJkLzE", "pa%24%24%3Aw0rd%2F1"):
+        assert form not in out, out
+
+
 def test_a_tree_is_redacted_in_every_string_and_key_and_keeps_its_other_values():
     redact = redaction.Redactor({"hunter22"})
     tree = {"dmesg": ["ok", "pw hunter22"], "hunter22": {"n": 3, "on": True, "x": None}}
