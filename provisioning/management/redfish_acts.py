@@ -1,6 +1,6 @@
 """What `redfish_act` does to one BMC: each act the way the pipeline does it, then its read-back.
 
-Each act returns what it saw as JSON-ready data. With verify=False (a dry run: the client's
+Each act returns what it saw as JSON-ready data. With read_back=False (a dry run: the client's
 transport records writes instead of sending them) an act only builds its requests.
 """
 
@@ -39,11 +39,13 @@ class NotVerified(errors.RedfishError):
     """The BMC accepted the act, but what it reads back afterwards does not show it."""
 
 
-def boot_once(client: RedfishClient, target: str, *, reset: bool, verify: bool) -> dict[str, Any]:
+def boot_once(
+    client: RedfishClient, target: str, *, reset: bool, read_back: bool
+) -> dict[str, Any]:
     """Boot `target` once: stage the override, read it back, then power on (or restart)."""
     staged = client.set_boot_override(target, once=True)
     seen: dict[str, Any] = {"staged": as_dict(staged)}
-    if verify and "dell_oem" not in staged.detail:
+    if read_back and "dell_oem" not in staged.detail:
         # iDRAC's VCD-DVD one-time boot lives in its configuration job, not in Boot: the
         # job's acceptance is all there is to read.
         seen["boot_override"] = as_dict(client.boot_override())
@@ -57,26 +59,26 @@ def boot_once(client: RedfishClient, target: str, *, reset: bool, verify: bool) 
     return seen
 
 
-def insert_media(client: RedfishClient, image_url: str, *, verify: bool) -> dict[str, Any]:
+def insert_media(client: RedfishClient, image_url: str, *, read_back: bool) -> dict[str, Any]:
     """Put an image in the virtual CD; virtual_media.insert reads it back."""
-    return {"media": as_dict(virtual_media.insert(client, image_url, verify=verify))}
+    return {"media": as_dict(virtual_media.insert(client, image_url, read_back=read_back))}
 
 
-def eject_media(client: RedfishClient, *, verify: bool) -> dict[str, Any]:
+def eject_media(client: RedfishClient, *, read_back: bool) -> dict[str, Any]:
     """Take the medium out of the virtual CD and read that back."""
     after = virtual_media.eject(client)
-    if verify and after.inserted:
+    if read_back and after.inserted:
         raise NotVerified(
             client.transport.absolute(after.path), f"the virtual CD still holds {after.image!r}"
         )
     return {"media": as_dict(after)}
 
 
-def set_bios(client: RedfishClient, changes: dict[str, Any], *, verify: bool) -> dict[str, Any]:
+def set_bios(client: RedfishClient, changes: dict[str, Any], *, read_back: bool) -> dict[str, Any]:
     """Stage BIOS attributes for the next reset and read the pending values back."""
     staged = client.set_bios_attributes(changes)
     seen: dict[str, Any] = {"staged": as_dict(staged)}
-    if verify:
+    if read_back:
         pending = client.bios_pending()
         seen["pending"] = {name: pending.get(name) for name in changes}
         wrong = {
@@ -88,12 +90,12 @@ def set_bios(client: RedfishClient, changes: dict[str, Any], *, verify: bool) ->
 
 
 def power(
-    client: RedfishClient, action: PowerAction, *, verify: bool, wait: float, interval: float
+    client: RedfishClient, action: PowerAction, *, read_back: bool, wait: float, interval: float
 ) -> dict[str, Any]:
     """Ask for a power action and read the power state until it shows it (up to `wait` s)."""
     staged = client.reset(action)
     seen: dict[str, Any] = {"staged": as_dict(staged)}
-    if not verify:
+    if not read_back:
         return seen
     wanted = POWER_READS.get(action)
     deadline = time.monotonic() + wait
@@ -126,7 +128,7 @@ def update_firmware(
     source: str,
     *,
     component: str,
-    verify: bool,
+    read_back: bool,
     wait: float,
     interval: float,
     report: Callable[[dict[str, Any]], None],
@@ -146,7 +148,7 @@ def update_firmware(
     else:
         staged = client.update_firmware(image_uri=source, targets=targets, kind=component)
     seen: dict[str, Any] = {"staged": as_dict(staged), "targets": targets}
-    if not verify:
+    if not read_back:
         return seen
     look = follow_update(client, staged, wait=wait, interval=interval, report=report)
     seen["last_look"] = _look_dict(look)

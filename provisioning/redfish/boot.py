@@ -105,9 +105,8 @@ def effective_target(target: str, vendor: str, allowed: list[str] | None) -> str
     return target
 
 
-def dell_virtual_cd_action(client: RedfishClient) -> str | None:
+def dell_virtual_cd_action(manager: dict[str, Any]) -> str | None:
     """The target of the iDRAC's ImportSystemConfiguration action, or None if it has none."""
-    manager = client.get(client.manager_path())
     oem = ((manager.get("Actions") or {}).get("Oem")) or {}
     for name, action in oem.items():
         if name.endswith(DELL_IMPORT_ACTION) and isinstance(action, dict) and action.get("target"):
@@ -126,9 +125,10 @@ def set_once(
     """Stage a boot override (target "Pxe", "Cd", "UefiHttp", "Hdd"...); verify with read()."""
     vendor = client.vendor()
     if target == VIRTUAL_CD and once and vendor == "dell":
-        action = dell_virtual_cd_action(client)
+        manager = client.get(client.manager_path())
+        action = dell_virtual_cd_action(manager)
         if action:
-            return _dell_virtual_cd(client, action)
+            return _dell_virtual_cd(client, action, str(manager.get("Id") or "iDRAC.Embedded.1"))
     found = place(client)
     allowed_targets = found.allowed("BootSourceOverrideTarget")
     wanted_target = effective_target(target, vendor, allowed_targets)
@@ -208,8 +208,7 @@ def _advertises(found: BootPlace, name: str) -> bool:
     return name in found.system_boot or name in (found.settings_boot or {})
 
 
-def _dell_virtual_cd(client: RedfishClient, action: str) -> Staged:
-    manager_id = client.get(client.manager_path()).get("Id") or "iDRAC.Embedded.1"
+def _dell_virtual_cd(client: RedfishClient, action: str, manager_id: str) -> Staged:
     body = {
         "ShareParameters": {"Target": ["ALL"]},
         "ImportBuffer": DELL_VCD_BOOT.format(manager=manager_id),

@@ -67,10 +67,10 @@ def state(client: RedfishClient, path: str) -> MediaState:
     )
 
 
-def insert(client: RedfishClient, image_url: str, *, verify: bool = True) -> MediaState:
+def insert(client: RedfishClient, image_url: str, *, read_back: bool = True) -> MediaState:
     """Put `image_url` in the virtual CD (ejecting another medium first) and read it back.
 
-    verify=False (a dry run, whose writes were never sent) returns the read-back unchecked.
+    read_back=False (a dry run, whose writes were never sent) returns the read-back unchecked.
 
     BmcRefused-style RedfishErrors pass through; a read-back that does not show the medium is a
     RedfishError too, since booting from the CD would then boot whatever else is there.
@@ -101,7 +101,7 @@ def insert(client: RedfishClient, image_url: str, *, verify: bool = True) -> Med
             break
         time.sleep(MOUNT_PAUSE_S)
         after = state(client, path)
-    if verify and not (after.inserted and same_image(after.image, image_url)):
+    if read_back and not (after.inserted and same_image(after.image, image_url)):
         # Neither URL is named: a node's ISO URL carries the key that serves its boot
         # credential, and this error reaches events and API readers.
         seen = "another image" if after.image else "no image"

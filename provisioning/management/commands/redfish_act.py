@@ -70,7 +70,7 @@ class Command(BaseCommand):
         try:
             target = bmc_target(options)
             with target.client(dry_run=dry_run) as client:
-                seen = self._act(client, act, operands, options, verify=not dry_run)
+                seen = self._act(client, act, operands, options, read_back=not dry_run)
                 recorded = getattr(client.transport, "recorded", [])
         except (RedfishError, ValueError) as exc:
             raise CommandError(str(exc)) from None
@@ -86,23 +86,26 @@ class Command(BaseCommand):
         operands: list[str],
         options: dict[str, Any],
         *,
-        verify: bool,
+        read_back: bool,
     ) -> dict[str, Any]:
         if act == "boot-once":
             return redfish_acts.boot_once(
-                client, operands[0], reset=not options["no_reset"] and verify, verify=verify
+                client,
+                operands[0],
+                reset=not options["no_reset"] and read_back,
+                read_back=read_back,
             )
         if act == "insert-media":
-            return redfish_acts.insert_media(client, operands[0], verify=verify)
+            return redfish_acts.insert_media(client, operands[0], read_back=read_back)
         if act == "eject-media":
-            return redfish_acts.eject_media(client, verify=verify)
+            return redfish_acts.eject_media(client, read_back=read_back)
         if act == "set-bios":
-            return redfish_acts.set_bios(client, parse_settings(operands), verify=verify)
+            return redfish_acts.set_bios(client, parse_settings(operands), read_back=read_back)
         if act == "power":
             return redfish_acts.power(
                 client,
                 parse_power(operands[0]),
-                verify=verify,
+                read_back=read_back,
                 wait=options["wait"],
                 interval=options["interval"],
             )
@@ -110,7 +113,7 @@ class Command(BaseCommand):
             client,
             operands[0],
             component=options["component"],
-            verify=verify,
+            read_back=read_back,
             wait=options["wait"],
             interval=options["interval"],
             report=lambda look: self.stderr.write(json.dumps(look)),
