@@ -33,7 +33,7 @@ PACKAGES = (
 )
 
 # Module trees no node needs in the ephemeral environment: every megabyte of the initramfs is
-# unpacked into the node's memory. GPU drivers come from the vendor (see the README).
+# unpacked into the node's memory. GPU drivers come from the vendor (docs/pipeline.md).
 MODULE_EXCLUDES = (
     "kernel/sound",
     "kernel/drivers/gpu",

@@ -1,4 +1,8 @@
-"""Greenlight's one settings module. Every knob comes from the environment; see README.md."""
+"""Greenlight's one settings module. Every knob comes from the environment, read strictly.
+
+The variables are documented in docs/operators-guide.md, "Environment variables". A value the
+readers (greenlight/env.py) cannot take falls back to its default and fails `manage.py check`.
+"""
 
 from __future__ import annotations
 
@@ -120,7 +124,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # request's sync code does not keep its thread's connection, so "persistent" connections were a
 # new PostgreSQL connection per request: a tenth of the web server's CPU in the 741-node benchmark,
 # every agent check-in and command result among them. Django's advice for ASGI is a pool.
-DB_POOL_SIZE = env_int("GREENLIGHT_DB_POOL", 0)
+DB_POOL_SIZE = env_int("GREENLIGHT_DB_POOL", 0, minimum=0)
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_POOL_SIZE > 0:
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # connections go back to the pool after a request
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
@@ -142,7 +146,7 @@ REDIS_URL = env_str("REDIS_URL") or (embedded_redis_url(VAR_DIR) if GREENLIGHT_L
 # default socket timeout is also 5 s: on a busy machine the pop's empty answer came a moment
 # after the client gave up, and the consumer died with "Timeout reading from Redis" (every rack
 # of the 741-node benchmark lost its live view). The read timeout must outlast the pop.
-LIVE_REDIS_SOCKET_TIMEOUT_S = env_float("GREENLIGHT_LIVE_REDIS_TIMEOUT_S", 30.0)
+LIVE_REDIS_SOCKET_TIMEOUT_S = env_float("GREENLIGHT_LIVE_REDIS_TIMEOUT_S", 30.0, above=0)
 CHANNEL_LAYERS = {
     "default": {
         # channels_redis, with a send to many groups in two round trips (fleet/channel_layer.py).
@@ -154,7 +158,7 @@ CHANNEL_LAYERS = {
             # capacity is dropped with no more than an INFO log: at the default 100, a busy web
             # process lost rack updates in a 741-node run, and those nodes stayed stale on the
             # page until their next change (minutes later). A message is a few hundred bytes.
-            "capacity": env_int("GREENLIGHT_LIVE_CAPACITY", 5000),
+            "capacity": env_int("GREENLIGHT_LIVE_CAPACITY", 5000, minimum=1),
         },
     }
 }
@@ -184,13 +188,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 # is set: every engine step then paid a new PostgreSQL connection (a server process, TLS/auth,
 # session set-up), the largest single cost of a worker in the 741-node benchmark. With it, a
 # thread's connection is reused and recycled every 2 x N tasks; CONN_MAX_AGE still applies.
-CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 500)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 500, minimum=0)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600, minimum=1)
+}
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "greenlight" + _TEST_WORKER)
 CELERY_BEAT_SCHEDULE = {
     "sweep-lost-runs": {
         "task": "provisioning.tasks.sweep",
-        "schedule": env_float("GREENLIGHT_SWEEP_SECONDS", 30.0),
+        "schedule": env_float("GREENLIGHT_SWEEP_SECONDS", 30.0, above=0),
     },
 }
 
@@ -203,8 +209,8 @@ AUTHENTICATION_BACKENDS = [
 # passwords for one username from one address, that pair is refused for the cool-off, even with
 # the right password, and the lockout is logged ("AXES: Locked out"). The username and address
 # together, so an attacker cannot lock a person out from elsewhere. API tokens are not throttled.
-AXES_FAILURE_LIMIT = env_int("GREENLIGHT_LOGIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = timedelta(minutes=env_float("GREENLIGHT_LOGIN_COOLOFF_MINUTES", 15.0))
+AXES_FAILURE_LIMIT = env_int("GREENLIGHT_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("GREENLIGHT_LOGIN_COOLOFF_MINUTES", 15.0, above=0))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
@@ -307,7 +313,9 @@ SECURE_SSL_REDIRECT = GREENLIGHT_HTTPS
 # Nodes' agents and Prometheus may speak plain HTTP on the management network: a redirect would
 # turn their POSTs into GETs.
 SECURE_REDIRECT_EXEMPT = [r"^agent/", r"^metrics$", r"^boot/"]
-SECURE_HSTS_SECONDS = env_int("GREENLIGHT_HSTS_SECONDS", 31_536_000) if GREENLIGHT_HTTPS else 0
+# Read (and checked) with or without HTTPS, so that setting it early is not an unknown variable.
+_HSTS_SECONDS = env_int("GREENLIGHT_HSTS_SECONDS", 31_536_000, minimum=0)
+SECURE_HSTS_SECONDS = _HSTS_SECONDS if GREENLIGHT_HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("GREENLIGHT_HSTS_INCLUDE_SUBDOMAINS", True)
 # Preload only asks browsers' preload lists to take the domain if its owner submits it.
 SECURE_HSTS_PRELOAD = env_bool("GREENLIGHT_HSTS_PRELOAD", True)
@@ -319,7 +327,7 @@ X_FRAME_OPTIONS = "DENY"
 
 # How fast Greenlight's clock runs against the wall: 1 in production; the lab sets the same
 # factor as its own time scale so that a 20-minute phase limit is 20 lab minutes.
-GREENLIGHT_TIME_SCALE = env_float("GREENLIGHT_TIME_SCALE", 1.0)
+GREENLIGHT_TIME_SCALE = env_float("GREENLIGHT_TIME_SCALE", 1.0, above=0)
 # The agent API's base URL as a node sees it: it goes into every boot medium Greenlight makes.
 # https in production, with the CA that signed its certificate baked into the ephemeral image.
 GREENLIGHT_AGENT_URL = env_str("GREENLIGHT_AGENT_URL", "http://127.0.0.1:8000")
@@ -330,16 +338,16 @@ GREENLIGHT_BOOT_MEDIA_DIR = Path(env_str("GREENLIGHT_BOOT_MEDIA_DIR", str(VAR_DI
 # Where `python -m bootimage build --out` put the boot images Greenlight serves (/boot/v1/images/).
 GREENLIGHT_BOOT_IMAGE_DIR = Path(env_str("GREENLIGHT_BOOT_IMAGE_DIR", str(VAR_DIR / "boot-images")))
 # Wall seconds between an agent's polls for commands: while its node has an active run, and idle.
-GREENLIGHT_AGENT_POLL_S = env_float("GREENLIGHT_AGENT_POLL_S", 2.0)
-GREENLIGHT_AGENT_IDLE_POLL_S = env_float("GREENLIGHT_AGENT_IDLE_POLL_S", 30.0)
+GREENLIGHT_AGENT_POLL_S = env_float("GREENLIGHT_AGENT_POLL_S", 2.0, above=0)
+GREENLIGHT_AGENT_IDLE_POLL_S = env_float("GREENLIGHT_AGENT_IDLE_POLL_S", 30.0, above=0)
 # The agent API answers only requests that came over TLS (directly, or through a proxy that says
 # so by GREENLIGHT_PROXY_SSL_HEADER): a boot credential and a session token are secrets. The lab's
 # simulated nodes talk plain HTTP on loopback.
 GREENLIGHT_AGENT_REQUIRE_TLS = env_bool("GREENLIGHT_AGENT_REQUIRE_TLS", not GREENLIGHT_LAB_MODE)
 # Nodes of one rack powered on at the same time (spares the PDUs).
-GREENLIGHT_POWER_ON_BATCH = env_int("GREENLIGHT_POWER_ON_BATCH", 4)
-GREENLIGHT_TRANSIENT_BUDGET = env_int("GREENLIGHT_TRANSIENT_BUDGET", 12)
-GREENLIGHT_FAILURE_BUDGET = env_int("GREENLIGHT_FAILURE_BUDGET", 2)
+GREENLIGHT_POWER_ON_BATCH = env_int("GREENLIGHT_POWER_ON_BATCH", 4, minimum=1)
+GREENLIGHT_TRANSIENT_BUDGET = env_int("GREENLIGHT_TRANSIENT_BUDGET", 12, minimum=0)
+GREENLIGHT_FAILURE_BUDGET = env_int("GREENLIGHT_FAILURE_BUDGET", 2, minimum=0)
 # The scheduler adapter that drains nodes before a wipe: "slurm" or "kubernetes"; "lab" (whose
 # drain calls nothing) is the default only in lab mode. Unset in production is a check error:
 # a wipe must never follow a drain that did not happen.
@@ -347,13 +355,15 @@ GREENLIGHT_SCHEDULER = env_str("GREENLIGHT_SCHEDULER", "lab" if GREENLIGHT_LAB_M
 # Coalescing window for live updates to browsers, in milliseconds: at most one message per socket
 # per window. The page fetches what changed one request at a time however many batches come, so
 # a short window costs the browser nothing and the operator sees a change sooner.
-GREENLIGHT_LIVE_COALESCE_MS = env_int("GREENLIGHT_LIVE_COALESCE_MS", 100)
+GREENLIGHT_LIVE_COALESCE_MS = env_int("GREENLIGHT_LIVE_COALESCE_MS", 100, minimum=0)
 # How often a Celery worker's threads hand over the interpreter lock, in milliseconds (Python's
 # default is 5). A worker's live-update publisher is one thread among a dozen busy ones: each
 # time it wakes it waits its turn, and a shorter turn is a shorter wait.
-GREENLIGHT_WORKER_SWITCH_INTERVAL_MS = env_float("GREENLIGHT_WORKER_SWITCH_INTERVAL_MS", 1.0)
+GREENLIGHT_WORKER_SWITCH_INTERVAL_MS = env_float(
+    "GREENLIGHT_WORKER_SWITCH_INTERVAL_MS", 1.0, above=0
+)
 
-# --- API, metrics, webhooks and DCIM sync (see README.md) ---------------------------------------
+# --- API, metrics, webhooks and DCIM sync (see docs/api.md) -------------------------------------
 
 # Bearer token Prometheus must send to /metrics; empty means /metrics is open (scraped from the
 # management network, like most exporters).
@@ -364,23 +374,24 @@ GREENLIGHT_ALERTMANAGER_TOKEN = env_str("GREENLIGHT_ALERTMANAGER_TOKEN")
 # Receivers of a signed POST on every node state change, and the HMAC-SHA256 key that signs it.
 GREENLIGHT_WEBHOOK_URLS = env_list("GREENLIGHT_WEBHOOK_URLS", [])
 GREENLIGHT_WEBHOOK_SECRET = env_str("GREENLIGHT_WEBHOOK_SECRET")
-GREENLIGHT_WEBHOOK_MAX_RETRIES = env_int("GREENLIGHT_WEBHOOK_MAX_RETRIES", 8)
+GREENLIGHT_WEBHOOK_MAX_RETRIES = env_int("GREENLIGHT_WEBHOOK_MAX_RETRIES", 8, minimum=0)
 # NetBox push sync: scheduled only when both are set.
 GREENLIGHT_NETBOX_URL = env_str("GREENLIGHT_NETBOX_URL")
 GREENLIGHT_NETBOX_TOKEN = env_str("GREENLIGHT_NETBOX_TOKEN")
 GREENLIGHT_NETBOX_MANUFACTURER = env_str("GREENLIGHT_NETBOX_MANUFACTURER", "Generic")
+_NETBOX_SYNC_SECONDS = env_float("GREENLIGHT_NETBOX_SYNC_SECONDS", 900.0, above=0)
 if GREENLIGHT_NETBOX_URL and GREENLIGHT_NETBOX_TOKEN:
     CELERY_BEAT_SCHEDULE["dcim-sync-netbox"] = {
         "task": "console.tasks.netbox_sync",
-        "schedule": env_float("GREENLIGHT_NETBOX_SYNC_SECONDS", 900.0),
+        "schedule": _NETBOX_SYNC_SECONDS,
     }
 # Real seconds an open BMC session waits in a worker's pool for the next step of that node;
 # 0 turns pooling off (every step logs in and out).
-GREENLIGHT_BMC_SESSION_IDLE_S = env_float("GREENLIGHT_BMC_SESSION_IDLE_S", 60.0)
+GREENLIGHT_BMC_SESSION_IDLE_S = env_float("GREENLIGHT_BMC_SESSION_IDLE_S", 60.0, minimum=0)
 # Wall seconds a worker holds a run while taking one step; past it, another worker may take over.
-GREENLIGHT_STEP_LEASE_S = env_float("GREENLIGHT_STEP_LEASE_S", 120.0)
+GREENLIGHT_STEP_LEASE_S = env_float("GREENLIGHT_STEP_LEASE_S", 120.0, above=0)
 # Wall seconds a phase is given at the least, whatever its limit on a scaled clock: what a phase
 # waits on (a process restart, a TLS handshake, a queue's lag) takes real seconds at any scale.
-GREENLIGHT_PHASE_MIN_REAL_S = env_float("GREENLIGHT_PHASE_MIN_REAL_S", 60.0)
+GREENLIGHT_PHASE_MIN_REAL_S = env_float("GREENLIGHT_PHASE_MIN_REAL_S", 60.0, minimum=0)
 # Wall seconds past a run's due look before the sweep re-sends it.
-GREENLIGHT_SWEEP_GRACE_S = env_float("GREENLIGHT_SWEEP_GRACE_S", 30.0)
+GREENLIGHT_SWEEP_GRACE_S = env_float("GREENLIGHT_SWEEP_GRACE_S", 30.0, minimum=0)

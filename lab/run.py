@@ -91,7 +91,7 @@ class LabRun:
         )
         try:
             self.web, self.env_url = processes.start_web(self.env, log=self._log("web"))
-            # The agents talk to a server of their own, as in production (README, "Running it"):
+            # The agents talk to a server of their own, as in production (docs/operators-guide.md):
             # hundreds of agents' check-ins and results must not queue the browsers' live updates.
             self.agent_api, agent_api_url = processes.start_agent_api(
                 self.env, log=self._log("agent-api")

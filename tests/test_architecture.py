@@ -2,8 +2,8 @@
 
 Every module of the project (the lab's too) is read with `ast`, never imported: a module-level
 import, an import inside a function, `importlib.import_module("...")`, Django's
-`include("...")` and a model named as "app.Model" in a relation all count. README.md,
-"Architecture", draws the same table.
+`include("...")` and a model named as "app.Model" in a relation all count.
+docs/architecture.md, "How the packages stack", draws the same table.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def against_the_direction(imp: Import) -> str | None:
 
 def test_the_layer_table_names_every_package():
     on_disk = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
-    assert on_disk == set(PACKAGES), "add the package to LAYERS (and to README's drawing)"
+    assert on_disk == set(PACKAGES), "add the package to LAYERS (and to the docs' drawing)"
 
 
 def test_the_walk_sees_imports_at_every_level():

@@ -109,7 +109,7 @@ ONCE_READS_BACK = ("Once", "Continuous")
 
 
 # The one vendor quirk table: every departure from what the BMC declares, with its source. The
-# README's per-vendor table is this list; tests/redfish/test_quirk_table.py keeps them equal.
+# per-vendor table in docs/redfish.md is this list; tests/redfish/test_quirk_table.py keeps them equal.
 QUIRK_TABLE: list[QuirkRow] = [
     QuirkRow(
         "dell",

@@ -1,8 +1,8 @@
 """The NetBox sync against a real NetBox, when NETBOX_URL and NETBOX_TOKEN name one.
 
-See README.md, "DCIM sync (NetBox)", for running NetBox 4.7 on this machine. The test pushes
-a small fleet under a site name unique to the run, then checks that a second sync writes
-nothing, by the report and by NetBox's own change log.
+See docs/operators-guide.md, "DCIM sync (NetBox)", for running NetBox 4.7 on this machine. The
+test pushes a small fleet under a site name unique to the run, then checks that a second sync
+writes nothing, by the report and by NetBox's own change log.
 """
 
 from __future__ import annotations

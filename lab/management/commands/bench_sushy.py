@@ -3,7 +3,7 @@
 A benchmark, not a test: the same Redfish sequence through OpenStack's sushy and through
 Greenlight's RedfishClient, against the lab's dell, hpe, supermicro and dgx BMCs and sushy-tools'
 fake driver (lab/bench_sushy.py says what is measured and how). Prints a table, writes the JSON
-the README's sushy decision quotes.
+the sushy decision in docs/redfish.md quotes.
 """
 
 from __future__ import annotations
