@@ -31,6 +31,7 @@ from acceptance.choices import Verdict
 from acceptance.models import GateResult
 from fleet.choices import EventKind
 from fleet.models import Event, Node
+from provisioning import ipxe_guard
 from provisioning.models import PhaseRecord, Run
 
 # Phase durations range from seconds (a skipped phase) to hours (a firmware flash, a soak).
@@ -47,6 +48,7 @@ class GreenlightCollector:
         yield self.phase_durations()
         yield from self.gates()
         yield self.bmc_errors()
+        yield from self.boot_requests()
 
     def nodes(self) -> Metric:
         family = GaugeMetricFamily(
@@ -137,6 +139,24 @@ class GreenlightCollector:
         for row in rows:
             family.add_metric([str(row["data__error_kind"])], row["n"])
         return family
+
+
+    def boot_requests(self) -> Iterator[Metric]:
+        # Counted in the cache (Redis, shared by every web process) as they happen: a MAC scan
+        # writes no row per guess (provisioning.ipxe_guard).
+        totals = ipxe_guard.totals()
+        misses = CounterMetricFamily(
+            "greenlight_ipxe_misses",
+            "iPXE script requests answered with no script (unknown MAC, or no armed boot)",
+        )
+        misses.add_metric([], totals["misses"])
+        yield misses
+        throttled = CounterMetricFamily(
+            "greenlight_ipxe_throttled",
+            "iPXE script requests refused with 429: their source missed too often this minute",
+        )
+        throttled.add_metric([], totals["throttled"])
+        yield throttled
 
 
 def render_metrics() -> bytes:

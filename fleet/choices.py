@@ -124,6 +124,7 @@ class EventKind(models.TextChoices):
     DECISION = "decision", "Decision"
     AGENT_CHECKIN = "agent_checkin", "Agent check-in"
     AGENT_REFUSED = "agent_refused", "Agent refused"
+    BOOT_REFUSED = "boot_refused", "Boot request refused"
     BMC_CERT_PINNED = "bmc_cert_pinned", "BMC certificate pinned"
     AUDIT = "audit", "Drift audit"
     WIPE = "wipe", "Wipe"

@@ -9,7 +9,6 @@ fleet.refusals: a flood of them from one source within a minute is one event wit
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,10 +23,11 @@ from fleet.events import truncate
 from fleet.models import Node
 from fleet.refusals import record_refusal
 
-from . import boot_credentials, clock
+from . import boot_credentials, clock, credential_contests
 from .agent_link import silence_after
+from .boot_credentials import derive_token, hash_token
 from .choices import ACTIVE_RUN_STATUSES, AgentEnvironment, CommandStatus
-from .models import AgentCommand, AgentSession, Run
+from .models import AgentCommand, AgentSession, BootCredential, Run
 from .scheduling import nudge
 
 # Caller-provided text kept in a refusal's reason (the 403 answer and the event).
@@ -48,15 +48,6 @@ class AgentUnauthenticated(AgentRefusal):
     """No live token: none, an unknown one, or one whose session ended (HTTP 401)."""
 
 
-def derive_token(node_id: int, boot_id: str, nonce: str) -> str:
-    """The session's token: derived from the server's key, never stored."""
-    return boot_credentials.derive(f"greenlight-agent:{node_id}:{boot_id}:{nonce}")
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 @dataclass(frozen=True)
 class CheckIn:
     serial: str
@@ -71,7 +62,13 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
     """Redeem the boot credential, issue this boot's token, revoke the node's older boots."""
     if claim.environment not in AgentEnvironment.values:
         _refuse(None, f"check-in for unknown environment {_clip(claim.environment)!r}", remote)
-    credential = boot_credentials.redeem(claim.credential, claim.environment)
+    try:
+        credential = boot_credentials.redeem(claim.credential, claim.environment, claim.boot_id)
+    except boot_credentials.CredentialContested as exc:
+        reason = credential_contests.settle(exc.credential, claim.boot_id, remote)
+        _refuse(exc.credential.node, reason or _not_ordered(exc.credential), remote)
+    except boot_credentials.CredentialNotArmed as exc:
+        _refuse(exc.credential.node, _not_ordered(exc.credential), remote)
     if credential is None:
         # Nothing is looked up by serial here: a claim without the secret learns nothing.
         _refuse(None, "check-in without a live boot credential", remote)
@@ -105,9 +102,6 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
             AgentCommand.objects.filter(
                 node=node, status__in=(CommandStatus.QUEUED, CommandStatus.SENT)
             ).exclude(session=session).update(status=CommandStatus.LOST, finished_at=now)
-            type(credential).objects.filter(pk=credential.pk, used_at__isnull=True).update(
-                used_at=now
-            )
             record_event(
                 node,
                 EventKind.AGENT_CHECKIN,
@@ -238,6 +232,13 @@ def nudge_runs_of(node: Node) -> None:
     active = Run.objects.filter(node=node, status__in=ACTIVE_RUN_STATUSES).order_by()
     for run_id in active.values_list("pk", flat=True):
         nudge(run_id)
+
+
+def _not_ordered(credential: BootCredential) -> str:
+    return (
+        f"{credential.environment} boot credential presented with no boot of the node ordered by "
+        "Greenlight since its last check-in (the node rebooted on its own, or someone else holds it)"
+    )
 
 
 def _clip(text: str) -> str:

@@ -4,6 +4,12 @@ Greenlight mints one per run for the ephemeral environment and puts it only into
 it made for that node (the per-node ISO's kernel command line, or the per-node iPXE script); for
 the installed OS, os_install hands one to the agent, which writes it into the install record on
 the boot disk. Serial and MACs, which anyone with a DCIM token can read, earn nothing.
+
+One redemption per boot that Greenlight ordered (Ironic's agent-token rule: a token is issued
+once, and a second lookup is refused until the conductor itself reboots the node). A credential
+is armed when Greenlight orders a boot it serves (`arm_for_boot`) and disarmed by the boot's
+check-in; a second redemption before the next ordered boot is someone else holding the secret,
+or the node rebooting on its own, and `redeem` says so (`CredentialContested`).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import transaction
@@ -29,6 +36,15 @@ def derive(message: str) -> str:
     """A secret derived from the server's key and `message` (tokens and credentials alike)."""
     digest = hmac.new(settings.SECRET_KEY.encode(), message.encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def derive_token(node_id: int, boot_id: str, nonce: str) -> str:
+    """An agent session's token: derived from the server's key, never stored."""
+    return derive(f"greenlight-agent:{node_id}:{boot_id}:{nonce}")
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def derive_secret(node_id: int, nonce: str) -> str:
@@ -97,8 +113,32 @@ def mint_host_credential(node: Node, run: Run | None) -> tuple[BootCredential, s
     return credential, secret_of(credential)
 
 
-def redeem(secret: str, environment: str) -> BootCredential | None:
-    """The live credential this secret is, for this environment; None if it is no such thing."""
+class CredentialNotArmed(Exception):
+    """A live credential presented with no boot ordered since it was made or last redeemed."""
+
+    def __init__(self, credential: BootCredential) -> None:
+        super().__init__(f"no boot of {credential.node_id} was ordered for this credential")
+        self.credential = credential
+
+
+class CredentialContested(CredentialNotArmed):
+    """A second boot redeemed the credential after the boot Greenlight ordered had done so."""
+
+
+def arm_for_boot(node_id: int, environments: Iterable[str] | None = None) -> int:
+    """Greenlight is about to boot the node: its live credentials for `environments` (all when
+    None) may each be redeemed once by the boot. Called before the reset, so a quick boot finds
+    it armed; a reset that then fails leaves one redemption open, never more. How many."""
+    live = BootCredential.objects.filter(node_id=node_id, revoked_at__isnull=True)
+    if environments is not None:
+        live = live.filter(environment__in=list(environments))
+    return live.update(armed_at=timezone.now())
+
+
+def redeem(secret: str, environment: str, boot_id: str = "") -> BootCredential | None:
+    """The live credential this secret is, for this environment, redeemed by boot `boot_id`;
+    None if it is no such thing. CredentialNotArmed when no ordered boot awaits it,
+    CredentialContested when another boot already redeemed it since Greenlight's last boot."""
     if not secret:
         return None
     credential = (
@@ -111,7 +151,31 @@ def redeem(secret: str, environment: str) -> BootCredential | None:
     if credential.run is not None and credential.environment == AgentEnvironment.EPHEMERAL:
         if credential.run.status not in ACTIVE_RUN_STATUSES:
             return None
-    return credential
+    now = timezone.now()
+    # One conditional update: of two boots racing for one arming, exactly one wins.
+    taken = BootCredential.objects.filter(pk=credential.pk, armed_at__isnull=False).update(
+        armed_at=None, used_at=now, redeemed_boot=boot_id[:64]
+    )
+    if taken:
+        credential.armed_at, credential.used_at, credential.redeemed_boot = None, now, boot_id
+        return credential
+    credential.refresh_from_db(fields=["armed_at", "used_at", "redeemed_boot"])
+    if credential.used_at is None:
+        raise CredentialNotArmed(credential)
+    if boot_id and credential.redeemed_boot == boot_id[:64]:
+        # The boot that redeemed it asks again (its answer was lost): the check-in refuses a
+        # second token for one boot on its own.
+        return credential
+    raise CredentialContested(credential)
+
+
+def contest(credential: BootCredential) -> int:
+    """Trust neither boot of a contested credential: it is revoked (its medium serves nothing
+    more) and so are the sessions it earned. How many sessions ended."""
+    now = timezone.now()
+    with transaction.atomic():
+        type(credential).objects.filter(pk=credential.pk).update(revoked_at=now, armed_at=None)
+        return credential.sessions.filter(revoked_at__isnull=True).update(revoked_at=now)
 
 
 def by_media_key(media_key: str) -> BootCredential | None:
@@ -130,7 +194,8 @@ def by_media_key(media_key: str) -> BootCredential | None:
 
 
 def ephemeral_for_mac(mac: str) -> BootCredential | None:
-    """The live ephemeral credential of the node that owns `mac` (the iPXE script's lookup)."""
+    """The armed, unredeemed ephemeral credential of the node that owns `mac` (the iPXE
+    script's lookup): a script carries a credential only while the boot it serves awaits it."""
     wanted = normalise_mac(mac)
     if not wanted:
         return None
@@ -143,6 +208,7 @@ def ephemeral_for_mac(mac: str) -> BootCredential | None:
     live = BootCredential.objects.select_related("node", "run__manifest").filter(
         holds,
         environment=AgentEnvironment.EPHEMERAL,
+        armed_at__isnull=False,
         revoked_at__isnull=True,
         run__status__in=ACTIVE_RUN_STATUSES,
     )

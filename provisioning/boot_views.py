@@ -2,7 +2,8 @@
 
 Both carry the node's boot credential, so each is found only by what that node's own boot
 presents (its MAC to iPXE, its medium's unguessable key to the BMC) and only while the node's
-run is active.
+run is active; the iPXE script only while the boot Greenlight ordered awaits it (ipxe_guard
+counts and throttles the misses).
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from __future__ import annotations
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
-from . import boot_images, node_media
+from fleet.choices import EventKind
+from fleet.events import record as record_event
+from fleet.events import truncate
+
+from . import boot_images, ipxe_guard, node_media
 from .boot_credentials import by_media_key, ephemeral_for_mac, kernel_args
 
 IPXE_MISSING = "#!ipxe\necho Greenlight has no boot for this machine now\nexit 1\n"
@@ -30,13 +35,28 @@ def ipxe_script_text(manifest: dict, args: str) -> str:
 
 @require_GET
 def ipxe_script(request: HttpRequest) -> HttpResponse:
-    credential = ephemeral_for_mac(request.GET.get("mac", ""))
+    """The armed node's iPXE script for its own MAC; one answer, the same, for everyone else."""
+    source = request.META.get("REMOTE_ADDR", "")
+    if ipxe_guard.throttled(source):
+        response = HttpResponse(IPXE_MISSING, status=429, content_type="text/plain")
+        response["Retry-After"] = str(ipxe_guard.WINDOW_S)
+        return response
+    mac = request.GET.get("mac", "")
+    credential = ephemeral_for_mac(mac)
     if credential is None or credential.run is None:
+        ipxe_guard.miss(source, f"no armed boot for MAC {truncate(mac, 40)!r}")
         return HttpResponse(IPXE_MISSING, status=404, content_type="text/plain")
     media = credential.run.manifest.spec.get("ephemeral") or {}
     if not (media.get("kernel") and media.get("initrd")):
-        text = "#!ipxe\necho the manifest names no ephemeral kernel and initrd\nexit 1\n"
-        return HttpResponse(text, status=409, content_type="text/plain")
+        # Said to the operator on the node, not to whoever asked: the answer stays the miss.
+        record_event(
+            credential.node,
+            EventKind.BOOT_REFUSED,
+            actor_label="boot",
+            message="iPXE boot asked for, but the manifest names no ephemeral kernel and initrd",
+            data={"run": credential.run_id},
+        )
+        return HttpResponse(IPXE_MISSING, status=404, content_type="text/plain")
     script = ipxe_script_text(credential.run.manifest.spec, kernel_args(credential))
     response = HttpResponse(script, content_type="text/plain")
     response["Cache-Control"] = "no-store"

@@ -16,7 +16,7 @@ from urllib.parse import quote, quote_plus
 
 from fleet.models import Node
 
-from . import agent_sessions, boot_credentials
+from . import boot_credentials
 from .models import AgentCommand, AgentSession, BootCredential
 
 REDACTED = "[redacted]"
@@ -84,7 +84,7 @@ def redactor_for(node: Node, session_ids: Iterable[int] | None = None) -> Redact
     if session_ids is not None:
         sessions = sessions.filter(pk__in=set(session_ids))
     for boot_id, nonce in sessions.values_list("boot_id", "nonce"):
-        secrets.add(agent_sessions.derive_token(node.pk, boot_id, nonce))
+        secrets.add(boot_credentials.derive_token(node.pk, boot_id, nonce))
     return Redactor(secrets)
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .. import boot_path
-from ..agent_link import EPHEMERAL, is_alive, live_session
+from ..agent_link import EPHEMERAL, HOST_OS, is_alive, live_session
+from ..boot_credentials import arm_for_boot
 from ..choices import Stage
 from ..models import AgentSession
 from ..outcomes import Outcome, Wait
@@ -46,6 +47,8 @@ def reboot_into(
     # The stage is saved before the reset: a worker dying right after it must not reset twice.
     before = ctx.record.stage
     ctx.set_stage(next_stage, boot_id_before=session.boot_id if session else "")
+    # Armed before the reset, so a quick boot finds its credential redeemable (once).
+    arm_for_boot(ctx.node.pk, [HOST_OS if target == "Hdd" else EPHEMERAL])
     try:
         bmc.reset(action)
     except RedfishError as exc:

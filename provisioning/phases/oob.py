@@ -14,6 +14,7 @@ from fleet.models import Rack
 from .. import boot_path, clock, firmware_targets
 from ..agent_link import EPHEMERAL, HOST_OS, is_alive
 from ..artifacts import ArtifactMismatch, fetch_verified, verify_artifact
+from ..boot_credentials import arm_for_boot
 from ..choices import ACTIVE_RUN_STATUSES, Stage
 from ..inventory import record_oob
 from ..models import PhaseRecord
@@ -101,6 +102,8 @@ class PowerOn(Phase):
                 return TransientFailure("power state cannot be read")
             if not take_power_slot(ctx):
                 return Wait(POWER_RAMP_S / 2, "waiting for a power-on slot in the rack")
+            # The node boots whatever its boot order holds: each live credential may serve it.
+            arm_for_boot(ctx.node.pk)
             bmc.reset(PowerAction.ON)
             return Wait(10, "powering on")
         if power == PowerState.ON:

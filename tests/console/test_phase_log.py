@@ -15,11 +15,10 @@ from acceptance.gates import GateName
 from acceptance.models import GateResult
 from provisioning import agent_link, phase_logs
 from provisioning.agent_sessions import CheckIn, check_in
-from provisioning.boot_credentials import ephemeral_credential, secret_of
 from provisioning.choices import CommandStatus
 from provisioning.models import AgentCommand, PhaseRecord
 from tests import factories
-from tests.support.scenes import make_run
+from tests.support.scenes import booted_secret, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -208,7 +207,7 @@ def test_a_50k_line_log_sends_one_page_and_reads_only_the_commands_it_shows(clie
 
 def test_the_bmc_password_and_boot_credentials_never_show(client, bob, node, run):
     """The relay path stores what the agent sends: the log page redacts it on the way out."""
-    boot_secret = secret_of(ephemeral_credential(run))
+    boot_secret = booted_secret(run)
     claim = CheckIn(node.serial, node.mac_addresses, "boot-logs", "ephemeral", boot_secret)
     session, token = check_in(claim)
     sent = agent_link.send(session, run, "secure_erase", "run_tools", {})

@@ -11,11 +11,10 @@ from django.test import Client
 from acceptance import uploads
 from acceptance.models import GateResult
 from provisioning.agent_sessions import CheckIn, check_in
-from provisioning.boot_credentials import ephemeral_credential, secret_of
 from provisioning.models import AgentSession
 from tests.api.conftest import client_for
 from tests.factories import make_node
-from tests.support.scenes import make_run
+from tests.support.scenes import booted_secret, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -55,7 +54,7 @@ def test_an_agent_poll_over_the_limit_is_413_and_the_session_stays(small_limit, 
 
 
 def _secret(node) -> str:
-    return secret_of(ephemeral_credential(make_run(node, phases_done=2)))
+    return booted_secret(make_run(node, phases_done=2))
 
 
 def _upload_url(node) -> str:

@@ -9,9 +9,8 @@ from django.utils import timezone
 
 from provisioning import agent_link
 from provisioning.agent_sessions import CheckIn, check_in, poll, poll_interval
-from provisioning.boot_credentials import ephemeral_credential, secret_of
 from provisioning.models import AgentCommand, AgentSession
-from tests.support.scenes import make_run
+from tests.support.scenes import booted_secret, make_run
 
 
 @pytest.fixture
@@ -21,7 +20,7 @@ def polling(settings, node):
     settings.GREENLIGHT_TIME_SCALE = 1.0
     run = make_run(node, phases_done=2)
     claim = CheckIn(
-        node.serial, node.mac_addresses, "b1", "ephemeral", secret_of(ephemeral_credential(run))
+        node.serial, node.mac_addresses, "b1", "ephemeral", booted_secret(run)
     )
     session, _ = check_in(claim)
     return run, session

@@ -14,11 +14,16 @@ from fleet.choices import EventKind
 from fleet.models import Event
 from provisioning import agent_link
 from provisioning.agent_sessions import CheckIn, check_in
-from provisioning.boot_credentials import ephemeral_credential, mint_host_credential, secret_of
+from provisioning.boot_credentials import (
+    arm_for_boot,
+    ephemeral_credential,
+    mint_host_credential,
+    secret_of,
+)
 from provisioning.choices import RunStatus
 from provisioning.models import AgentCommand, AgentSession
 from tests.factories import make_node
-from tests.support.scenes import make_run
+from tests.support.scenes import booted_secret, make_run
 
 
 def _checkin(client, node, credential, boot_id="boot-1", macs=None, environment="ephemeral"):
@@ -63,8 +68,7 @@ def two_nodes(db, rack, manifest):
 
 def _secret(node) -> str:
     """The credential the node's boot medium carries (its run's ephemeral one)."""
-    run = make_run(node, phases_done=2)
-    return secret_of(ephemeral_credential(run))
+    return booted_secret(make_run(node, phases_done=2))
 
 
 def test_an_agent_with_its_boot_credential_gets_a_session_and_pulls_its_command(client, two_nodes):
@@ -118,6 +122,7 @@ def test_a_credential_dies_with_its_run(client, two_nodes):
 def test_the_installed_os_checks_in_with_the_host_credential_only(client, two_nodes):
     alpha, _ = two_nodes
     _, host_secret = mint_host_credential(alpha, None)
+    arm_for_boot(alpha.pk)
     assert _checkin(client, alpha, host_secret, environment="host_os").status_code == 200
     # The same secret is no ephemeral credential, and a newer install revokes it.
     assert _checkin(client, alpha, host_secret, boot_id="b2").status_code == 403
@@ -187,6 +192,7 @@ def test_a_token_of_an_old_boot_is_refused_and_recorded(client, two_nodes):
     command = AgentCommand.objects.create(
         node=alpha, session=old_session, kind="inventory", status="sent"
     )
+    arm_for_boot(alpha.pk)  # Greenlight reboots the node
     assert _checkin(client, alpha, secret, boot_id="boot-2").status_code == 200
     answer = _report(client, old_token, command.pk)
     assert answer.status_code == 401

@@ -8,10 +8,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agent import boot_args
-from provisioning.boot_credentials import ephemeral_credential, ephemeral_for_mac, secret_of
+from provisioning.boot_credentials import arm_for_boot, ephemeral_credential, ephemeral_for_mac
 from provisioning.boot_path import BootMethod, boot_method
 from tests.factories import make_node
-from tests.support.scenes import make_run
+from tests.support.scenes import booted_secret, make_run
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -24,7 +24,7 @@ def test_each_nodes_ipxe_script_carries_its_own_credential_only(live_server, rac
     alpha, beta = make_node(rack=rack), make_node(rack=rack)
     secrets = {}
     for node in (alpha, beta):
-        secrets[node.serial] = secret_of(ephemeral_credential(make_run(node, phases_done=2)))
+        secrets[node.serial] = booted_secret(make_run(node, phases_done=2))
 
     answer = _script(live_server, alpha.mac_addresses[0].upper().replace(":", "-"))
     assert answer.status_code == 200
@@ -45,7 +45,7 @@ def test_each_nodes_ipxe_script_carries_its_own_credential_only(live_server, rac
 def test_a_node_without_a_live_run_gets_no_script(live_server, rack, manifest):
     node = make_node(rack=rack)
     run = make_run(node, phases_done=2)
-    ephemeral_credential(run)
+    booted_secret(run)
     run.status = "succeeded"
     run.save(update_fields=["status"])
     assert _script(live_server, node.mac_addresses[0]).status_code == 404
@@ -67,6 +67,7 @@ def test_the_database_finds_the_node_by_its_mac_in_any_spelling(rack, manifest):
     wanted = {}
     for node in nodes:
         wanted[node.pk] = ephemeral_credential(make_run(node, phases_done=2)).pk
+        arm_for_boot(node.pk)
     with CaptureQueriesContext(connection) as queries:
         found = ephemeral_for_mac(mac.upper())
     assert found is not None and found.pk == wanted[shouting.pk]

@@ -17,11 +17,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from provisioning.agent_sessions import CheckIn, check_in
-from provisioning.boot_credentials import ephemeral_credential, secret_of
 from provisioning.choices import PhaseStatus, RunStatus
 from provisioning.engine import advance
 from provisioning.models import PhaseRecord, Run
 from provisioning.runs import start_run
+from tests.support.scenes import booted_secret
 
 pytestmark = pytest.mark.django_db
 DEMO_SCALE = 600.0
@@ -71,7 +71,7 @@ def record(run: Run) -> PhaseRecord:
 
 
 def agent_checks_in(run: Run, node) -> None:
-    secret = secret_of(ephemeral_credential(run))
+    secret = booted_secret(run)
     check_in(
         CheckIn(
             node.serial,

@@ -9,14 +9,13 @@ from acceptance.gates import GateName
 from acceptance.models import GateResult
 from provisioning import redaction
 from provisioning.agent_sessions import CheckIn, check_in
-from provisioning.boot_credentials import ephemeral_credential, secret_of
 from provisioning.choices import CommandStatus, Stage
 from provisioning.models import AgentCommand, PhaseRecord
 from provisioning.outcomes import Failure
 from provisioning.phases import PHASES_BY_NAME
 from provisioning.phases.base import PhaseContext
 from tests import factories
-from tests.support.scenes import make_run
+from tests.support.scenes import booted_secret, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +31,7 @@ def node(rack, manifest):
 def secrets(node):
     """A run whose agent checked in: (run, boot secret, agent token, session)."""
     run = make_run(node, phases_done=9)
-    boot_secret = secret_of(ephemeral_credential(run))
+    boot_secret = booted_secret(run)
     session, token = check_in(
         CheckIn(node.serial, node.mac_addresses, "boot-red", "ephemeral", boot_secret)
     )

@@ -13,13 +13,13 @@ from fleet.choices import NodeState
 from fleet.lifecycle import transition
 from fleet.models import Node
 from provisioning.agent_sessions import CheckIn, check_in
-from provisioning.boot_credentials import ephemeral_credential, mint_host_credential, secret_of
+from provisioning.boot_credentials import arm_for_boot, mint_host_credential
 from provisioning.completion import complete_run
 from provisioning.engine import fail_run
 from provisioning.models import AgentSession, Run
 from provisioning.runs import abort_run
 from tests.factories import make_node
-from tests.support.scenes import make_run
+from tests.support.scenes import booted_secret, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +41,7 @@ def _put(node: Node, state: str) -> None:
 
 def _ephemeral_agent(node: Node, run: Run) -> str:
     claim = CheckIn(
-        node.serial, node.mac_addresses, "boot-1", "ephemeral", secret_of(ephemeral_credential(run))
+        node.serial, node.mac_addresses, "boot-1", "ephemeral", booted_secret(run)
     )
     _, token = check_in(claim)
     assert _poll(token).status_code == 200
@@ -106,6 +106,7 @@ def test_an_in_service_nodes_host_os_session_outlives_its_moves(rack, bob):
     node = make_node(rack=rack)
     _put(node, NodeState.IN_SERVICE)
     _, secret = mint_host_credential(node, None)
+    arm_for_boot(node.pk)
     _, token = check_in(CheckIn(node.serial, node.mac_addresses, "boot-os", "host_os", secret))
     assert _poll(token).status_code == 200
 

@@ -16,6 +16,7 @@ from acceptance.models import GateResult, SoakSample
 from fleet.choices import NodeState
 from fleet.lifecycle import transition
 from fleet.models import Manifest, Node, Rack
+from provisioning.boot_credentials import arm_for_boot, ephemeral_credential, secret_of
 from provisioning.choices import PhaseStatus, RunStatus
 from provisioning.models import PhaseRecord, Run
 from provisioning.phases import PHASES
@@ -102,6 +103,13 @@ def make_run(
             )
     PhaseRecord.objects.bulk_create(records)
     return run
+
+
+def booted_secret(run: Run) -> str:
+    """The run's ephemeral credential as a boot Greenlight ordered presents it: armed once."""
+    credential = ephemeral_credential(run)
+    arm_for_boot(run.node_id)
+    return secret_of(credential)
 
 
 def pass_gates(run: Run, *, failing: dict[str, list[dict]] | None = None) -> list[GateResult]:
