@@ -17,9 +17,8 @@ from fleet.choices import EventKind, NodeState
 from fleet.events import record
 from fleet.lifecycle import TransitionConflict, TransitionNotAllowed, transition
 from fleet.models import Node, Rack
+from provisioning import run_end
 from provisioning.models import Run
-from provisioning.scheduler_sync import admitted, pulled_from_service
-from provisioning.wipes import returned_to_service
 
 from .choices import DecisionKind, Verdict
 from .models import Decision, GateResult
@@ -185,9 +184,9 @@ def approve(
         run,
         override=bool(problems),
     )
-    # A node back from a tenant-release wipe: its certificate names who let it into the pool.
-    returned_to_service(node, actor.get_username())
-    admitted(node)
+    # Its followers: a wiped node's certificate names who let it into the pool; the scheduler
+    # places work on it again.
+    run_end.entered_service(node, actor=actor.get_username(), reason=reason)
     return decision
 
 
@@ -213,8 +212,8 @@ def quarantine(node: Node, actor: AbstractBaseUser, reason: str) -> Decision:
         latest_run(node),
     )
     if was_in_service:
-        # No new work may land on a node a person pulled out of service.
-        pulled_from_service(node, reason)
+        # No new work may land on a node a person pulled out of service (the scheduler follows).
+        run_end.left_service(node, actor=actor.get_username(), reason=reason)
     return decision
 
 

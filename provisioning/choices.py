@@ -20,6 +20,10 @@ class RunKind(models.TextChoices):
     UPGRADE = "upgrade", "Upgrade to a new manifest"
 
 
+# The runs that take an in-service node out and bring it back: drain, re-check, re-admit.
+TAKE_OUT_KINDS = (RunKind.SUSPECT, RunKind.BURN_IN, RunKind.UPGRADE)
+
+
 class RunStatus(models.TextChoices):
     """Where a run is. QUEUED/RUNNING/WAITING are active: at most one such run per node."""
 

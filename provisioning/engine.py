@@ -7,17 +7,14 @@ becomes a task scheduled for later and the worker lets go.
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from fleet.choices import EventKind, NodeState
 from fleet.events import record as record_event
-from fleet.lifecycle import TransitionError, transition
 from fleet.models import Node
 from greenlight.prepared_reads import PreparedRead
 
@@ -39,12 +36,8 @@ from .outcomes import (
 )
 from .phases import PHASES_BY_NAME, Band, phase_for
 from .phases.base import PhaseContext
-from .rollout_nudge import run_settled
+from .run_end import fail, move_node
 from .scheduling import hand_over
-from .suspect import run_failed as suspect_run_failed
-from .wipes import run_ended
-
-logger = logging.getLogger(__name__)
 
 # Phases finished in one task before it hands over: keeps one worker fair across many nodes.
 MAX_PHASES_PER_STEP = 6
@@ -188,7 +181,7 @@ def start_phase(run: Run, record: PhaseRecord) -> None:
     Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
     run.current_phase = record.phase
     if gate_of(record.phase) and run.node.state == NodeState.PROVISIONING:
-        _move_node(run, NodeState.VALIDATING, "provisioning phases done; acceptance gates start")
+        move_node(run, NodeState.VALIDATING, "provisioning phases done; acceptance gates start")
     record_event(
         run.node,
         EventKind.PHASE_STARTED,
@@ -360,46 +353,8 @@ def needs_person(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Need
 def fail_run(
     run: Run, record: PhaseRecord, reason: str, *, component: str = "", quarantine: bool = False
 ) -> None:
-    """End the run as failed and move the node to where a person will see it."""
-    now = timezone.now()
-    with transaction.atomic():
-        record.status = PhaseStatus.FAILED
-        record.error = reason
-        record.finished_at = now
-        record.save(update_fields=["status", "error", "finished_at"])
-        Run.objects.filter(pk=run.pk).update(
-            status=RunStatus.FAILED,
-            finished_at=now,
-            last_error=f"{record.phase}: {reason}",
-            wait_reason="",
-            next_look_at=None,
-        )
-        record_event(
-            run.node,
-            EventKind.PHASE_FAILED,
-            actor_label="engine",
-            message=f"{record.phase} failed: {reason}",
-            data={"run": run.pk, "phase": record.phase, "component": component},
-        )
-        target = NodeState.QUARANTINED if quarantine else NodeState.FAILED
-        _move_node(
-            run,
-            target,
-            f"{record.phase} failed: {reason}",
-            data={"phase": record.phase, "component": component, "run": run.pk},
-        )
-        record_event(
-            run.node,
-            EventKind.RUN_FINISHED,
-            actor_label="engine",
-            message=f"run failed in {record.phase}: {reason}",
-            data={"run": run.pk, "status": RunStatus.FAILED, "component": component},
-        )
-        run_ended(run)
-        # A suspect node its gates quarantined goes on to break/fix.
-        suspect_run_failed(run)
-        # A rollout waiting on this run names the node failed and starts its next one.
-        run_settled(run.pk)
+    """End the run as failed and move the node to where a person will see it (run_end.fail)."""
+    fail(run, record, reason, component=component, quarantine=quarantine)
 
 
 def finish_run(run: Run) -> None:
@@ -416,12 +371,3 @@ def _reached_through(phase: str) -> str:
     """The part a phase talks to: when it cannot be reached, that part is what is named."""
     info = PHASES_BY_NAME.get(phase)
     return "bmc" if info is not None and info.band == Band.OOB else "agent"
-
-
-def _move_node(run: Run, to_state: str, reason: str, data: dict | None = None) -> None:
-    node = Node.objects.get(pk=run.node_id)
-    try:
-        transition(node, to_state, actor_label="engine", reason=reason, data=data)
-    except TransitionError:
-        logger.warning("run %s: node %s not moved to %s", run.pk, node.serial, to_state)
-    run.node.state = node.state

@@ -7,7 +7,7 @@ reprovision run; an in-service node goes through the suspect loop's path (suspec
 and drained from its scheduler, reprovisioned, re-validated, re-admitted. A node that fails is
 named with its reason and stops nothing else.
 
-It is advanced when one of its runs ends (rollout_nudge, from the engine) and by the periodic
+It is advanced when one of its runs ends (rollout_nudge, following run_end) and by the periodic
 sweep (which also sees a node that was upgraded out of service come back: it counts against
 the concurrency until it is in service again, so at most `concurrency` nodes are ever out of the
 pool); each advance reads everything from the rows in one transaction, so a crash mid-advance

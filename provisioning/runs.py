@@ -1,7 +1,8 @@
 """Starting runs and the operator's actions on them: retry, skip a phase, abort.
 
 Each action checks the actor's permission, changes rows with conditional updates and records an
-event with its author.
+event with its author. Ending a run (abort) and reopening one (retry, skip) are run_end's moves,
+which tell the day-2 modules that follow them.
 """
 
 from __future__ import annotations
@@ -19,14 +20,10 @@ from fleet.models import Manifest, Node
 from .choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunKind, RunStatus, Stage
 from .models import PhaseRecord, Run
 from .plans import plan
-from .rollout_nudge import run_settled
+from .run_end import RunError, abort, reopen
 from .scheduling import kick_off
-from .session_ends import end_run_sessions
-from .wipes import run_ended, run_reopened
 
-
-class RunError(Exception):
-    """A run action that cannot be done; the message says why."""
+__all__ = ["RunError", "abort_run", "retry_run", "skip_phase", "start_run", "start_runs"]
 
 
 def _require(actor, perm: str) -> None:
@@ -108,8 +105,7 @@ def retry_run(run: Run, *, actor, reason: str = "") -> Run:
     _require(actor, "fleet.start_run")
     if run.status != RunStatus.FAILED:
         raise RunError(f"run {run.pk} is {run.get_status_display()}; only a failed run is retried")
-    with transaction.atomic():
-        _reopen(run, actor, f"retry: {reason}".strip(": "))
+    reopen(run, actor=actor, why=f"retry: {reason}".strip(": "))
     return run
 
 
@@ -140,67 +136,14 @@ def skip_phase(run: Run, phase: str, *, actor, reason: str) -> Run:
             data={"run": run.pk, "action": "skip", "phase": phase},
         )
         if run.status == RunStatus.FAILED:
-            _reopen(run, actor, f"continue after skipping {phase}")
+            reopen(run, actor=actor, why=f"continue after skipping {phase}")
     return run
 
 
 def abort_run(run: Run, *, actor, reason: str) -> Run:
-    """Stop an active run; the node is marked failed so a person looks at it."""
+    """Stop an active run; the node is marked failed so a person looks at it.
+
+    `actor` may be None for an abort the system makes (run_end.abort).
+    """
     _require(actor, "fleet.start_run")
-    with transaction.atomic():
-        stopped = Run.objects.filter(pk=run.pk, status__in=ACTIVE_RUN_STATUSES).update(
-            status=RunStatus.ABORTED, finished_at=timezone.now(), last_error=f"aborted: {reason}"
-        )
-        if not stopped:
-            raise RunError(f"run {run.pk} is not active")
-        node = Node.objects.get(pk=run.node_id)
-        # Releasing too: a run aborted while it drains would leave the node there for good.
-        active = (NodeState.RELEASING, NodeState.PROVISIONING, NodeState.VALIDATING)
-        if node.state in (*active, NodeState.WIPING):
-            transition(node, NodeState.FAILED, actor=actor, reason=f"run aborted: {reason}")
-        record_event(
-            node,
-            EventKind.RUN_ACTION,
-            actor=actor,
-            message=f"aborted run {run.pk}: {reason}",
-            data={"run": run.pk, "action": "abort"},
-        )
-        run_ended(run)
-        end_run_sessions(run)
-        run_settled(run.pk)
-    return run
-
-
-def _reopen(run: Run, actor, why: str) -> None:
-    node = Node.objects.get(pk=run.node_id)
-    target = NodeState.PROVISIONING
-    if node.state != target:
-        try:
-            transition(node, target, actor=actor, reason=why)
-        except TransitionError as exc:
-            raise RunError(str(exc)) from None
-    PhaseRecord.objects.filter(run=run, status=PhaseStatus.FAILED).update(
-        status=PhaseStatus.PENDING, stage=Stage.NONE, error=""
-    )
-    try:
-        reopened = Run.objects.filter(pk=run.pk, status=RunStatus.FAILED).update(
-            status=RunStatus.QUEUED,
-            finished_at=None,
-            transient_used=0,
-            failure_used=0,
-            last_error="",
-        )
-    except IntegrityError:
-        raise RunError(f"node {node.serial} already has another active run") from None
-    if not reopened:
-        raise RunError(f"run {run.pk} changed meanwhile; reload it")
-    run.refresh_from_db()
-    run_reopened(run)
-    record_event(
-        node,
-        EventKind.RUN_ACTION,
-        actor=actor,
-        message=why,
-        data={"run": run.pk, "action": "retry"},
-    )
-    kick_off(run)
+    return abort(run, actor=actor, reason=reason)

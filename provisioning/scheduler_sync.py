@@ -22,9 +22,10 @@ from kombu.exceptions import OperationalError
 
 from fleet.models import Node
 
+from .run_end import How, RunEnding
 from .scheduler_calls import CORDON, RESUME, ask_a_person, tell_scheduler_task
 
-__all__ = ["CORDON", "RESUME", "admitted", "pulled_from_service"]
+__all__ = ["CORDON", "RESUME", "admitted", "follow_run_end", "pulled_from_service"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,14 @@ def _send_on_commit(node: Node, verb: str, reason: str = "") -> None:
     if not settings.GREENLIGHT_SCHEDULER:
         return  # no scheduler configured: nothing to tell, no task to send
     transaction.on_commit(lambda: _send(node, verb, reason))
+
+
+def follow_run_end(ending: RunEnding) -> None:
+    """run_end's follower: a node entering service is resumed, one leaving it cordoned."""
+    if ending.how == How.ENTERED_SERVICE:
+        admitted(ending.node)
+    elif ending.how == How.LEFT_SERVICE:
+        pulled_from_service(ending.node, ending.reason)
 
 
 def pulled_from_service(node: Node, reason: str) -> None:

@@ -15,9 +15,16 @@ from fleet.models import Node
 
 from .agent_link import EPHEMERAL, revoke_sessions
 from .models import Run
+from .run_end import How, RunEnding
 
 # A failed node's run can be retried from its failed phase with the agent that is up.
 RETRYABLE_STATES = frozenset({NodeState.FAILED})
+
+
+def follow_run_end(ending: RunEnding) -> None:
+    """run_end's follower: a run that succeeded or was aborted ends its sessions."""
+    if ending.run is not None and ending.how in (How.SUCCEEDED, How.ABORTED):
+        end_run_sessions(ending.run)
 
 
 def end_run_sessions(run: Run) -> None:

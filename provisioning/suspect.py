@@ -25,8 +25,9 @@ from fleet.events import record as record_event
 from fleet.lifecycle import TransitionError, transition
 from fleet.models import Manifest, Node
 
-from .choices import ACTIVE_RUN_STATUSES, RunKind
+from .choices import ACTIVE_RUN_STATUSES, TAKE_OUT_KINDS, RunKind
 from .models import Run
+from .run_end import How, RunEnding
 from .runs import RunError, start_run
 
 if TYPE_CHECKING:
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 # Who may report a node suspect: pulling a node out of service is a quarantine's right.
 SUSPECT_PERM = "fleet.quarantine_node"
 BURN_IN_PERM = "provisioning.request_burn_in"
-# The runs that take an in-service node out and bring it back: drain, re-check, re-admit.
-TAKE_OUT_KINDS = (RunKind.SUSPECT, RunKind.BURN_IN, RunKind.UPGRADE)
 REASON_MAX = 500
 
 
@@ -155,6 +154,12 @@ def _take_out(
     except (TransitionError, RunError) as exc:
         raise SuspectRefused(str(exc)) from None
     return run
+
+
+def follow_run_end(ending: RunEnding) -> None:
+    """run_end's follower: a failed take-out run may send its node to break/fix."""
+    if ending.run is not None and ending.how == How.FAILED:
+        run_failed(ending.run)
 
 
 def run_failed(run: Run) -> None:

@@ -5,8 +5,8 @@ drains the node (phases/drain.py), erases every drive (phases/inband.SecureErase
 `erase_finished` here), reimages and re-validates it. The certificate is written once, passed or
 failed; only who approved the node back into service is filled in afterwards, once.
 
-Filing the request, which starts the runs, is provisioning/wipe_requests.py: the runs module
-calls back here when a wipe run ends or is reopened, so this module does not import it.
+Filing the request, which starts the runs, is provisioning/wipe_requests.py. This module follows
+run_end (`follow_run_end`): a wipe run that ends or reopens, a node that enters service.
 
 The certificate speaks of the erase alone. The request follows its nodes to the end (`settle`):
 returned only when every node is back in service, failed with the node and the reason otherwise.
@@ -37,6 +37,7 @@ from .choices import (
     WipeStatus,
 )
 from .models import Run, WipeCertificate, WipeRequest
+from .run_end import How, RunEnding
 
 if TYPE_CHECKING:
     pass
@@ -67,6 +68,19 @@ def open_request_for(node: Node) -> WipeRequest | None:
         .order_by("-created_at", "-pk")
         .first()
     )
+
+
+def follow_run_end(ending: RunEnding) -> None:
+    """run_end's follower: a wipe run that failed, was aborted or reopens settles its requests;
+    a node entering service names on its certificate who let it back in."""
+    run = ending.run
+    if ending.how in (How.FAILED, How.ABORTED) and run is not None:
+        run_ended(run)
+    elif ending.how == How.REOPENED and run is not None:
+        run_reopened(run)
+    elif ending.how == How.ENTERED_SERVICE and (run is None or run.kind == RunKind.WIPE):
+        # A person's approval (no run) always settles; the profile's return, a wipe run's only.
+        returned_to_service(ending.node, ending.actor)
 
 
 def run_ended(run: Run) -> None:
@@ -300,10 +314,11 @@ def _say(wipe: WipeRequest, outcomes: list[tuple[Node, str, str]]) -> None:
 def returned_to_service(node: Node, approved_by: str) -> WipeCertificate | None:
     """Name who let a wiped node back into the pool on its certificate, and readmit it.
 
-    Called by the approval (acceptance.decisions.approve) and by the profile's automatic return
-    (provisioning.completion). Only the certificate of the node's latest run, passed and not
-    yet approved, is touched: `approved_by` is the one column filled after the certificate was
-    written, and a conditional UPDATE fills it once.
+    Called when a person's approval (acceptance.decisions.approve) or the profile's automatic
+    return (provisioning.completion) moves the node into service (follow_run_end). Only the
+    certificate of the node's latest run, passed and not yet approved, is touched: `approved_by`
+    is the one column filled after the certificate was written, and a conditional UPDATE fills it
+    once.
     """
     for wipe in unsettled_requests(node):
         settle(wipe)
