@@ -29,7 +29,7 @@ STEERS = {
 def rollout_list(request: HttpRequest) -> HttpResponse:
     """The most recent rollouts, newest first."""
     recent = Rollout.objects.select_related("manifest__sku", "created_by")[:RECENT]
-    return render(request, "fleet/rollouts.html", {"rollouts": recent})
+    return render(request, "console/rollouts.html", {"rollouts": recent})
 
 
 @viewer
@@ -38,7 +38,7 @@ def rollout_detail(request: HttpRequest, pk: int) -> HttpResponse:
     rollout = get_object_or_404(
         Rollout.objects.select_related("manifest__sku", "created_by"), pk=pk
     )
-    return render(request, "fleet/rollout.html", {"progress": rollouts.progress(rollout)})
+    return render(request, "console/rollout.html", {"progress": rollouts.progress(rollout)})
 
 
 class SteerForm(forms.Form):
@@ -63,4 +63,4 @@ def rollout_steer(request: HttpRequest, pk: int, verb: str) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Rollout {rollout.pk} is {rollout.get_state_display().lower()}.")
-    return redirect("fleet:rollout", pk=pk)
+    return redirect("console:rollout", pk=pk)

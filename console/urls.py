@@ -1,11 +1,12 @@
-"""The pages' routes (the namespace is still "fleet", see below)."""
+"""The pages' routes, in the "console" namespace."""
 
 from django.urls import path
 
 from . import rollout_views, views
 
-# The namespace the pages had before they moved here: templates, tests and bookmarks name it.
-app_name = "fleet"
+# The paths are the ones the pages always had, so bookmarks keep working; only the names moved
+# from the "fleet" namespace (the app the pages lived in once) to the console's own.
+app_name = "console"
 urlpatterns = [
     path("", views.site_overview, name="overview"),
     path("snapshot.json", views.overview_snapshot, name="overview-snapshot"),

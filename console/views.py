@@ -77,7 +77,7 @@ def _overview_context(request: HttpRequest, site: Site | None) -> dict:
 def site_overview(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     """Every rack with its counts per state and its progress to in-service."""
     site = get_object_or_404(Site, pk=pk) if pk is not None else None
-    return render(request, "fleet/overview.html", _overview_context(request, site))
+    return render(request, "console/overview.html", _overview_context(request, site))
 
 
 @viewer
@@ -85,7 +85,7 @@ def overview_snapshot(request: HttpRequest, pk: int | None = None) -> JsonRespon
     """The overview's body as it is now (it is small: one row per rack) and the seq it is at."""
     site = get_object_or_404(Site, pk=pk) if pk is not None else None
     context = _overview_context(request, site)
-    html = render_to_string("fleet/_overview_body.html", context, request=request)
+    html = render_to_string("console/_overview_body.html", context, request=request)
     return JsonResponse({"seq": context["seq"], "html": html})
 
 
@@ -112,7 +112,7 @@ def rack_view(request: HttpRequest, pk: int) -> HttpResponse:
     if selected.isdigit():
         node = get_object_or_404(_panel_nodes(), pk=selected, rack=rack)
         context["panel"] = panel.node_panel(node)
-    return render(request, "fleet/rack.html", context)
+    return render(request, "console/rack.html", context)
 
 
 @viewer
@@ -136,9 +136,9 @@ def rack_snapshot(request: HttpRequest, pk: int) -> JsonResponse:
         {
             "seq": seq,
             "full": not since.isdigit(),
-            "slots": {s.node.pk: render_to_string("fleet/_slot.html", {"slot": s}) for s in slots},
+            "slots": {s.node.pk: render_to_string("console/_slot.html", {"slot": s}) for s in slots},
             "summary": render_to_string(
-                "fleet/_rack_summary.html", {"summary": summary}, request=request
+                "console/_rack_summary.html", {"summary": summary}, request=request
             ),
         }
     )
@@ -149,15 +149,15 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A node's page: its rack with the panel open, or the panel alone for an unracked node."""
     node = get_object_or_404(_panel_nodes(), pk=pk)
     if node.rack_id:
-        return redirect(f"{reverse('fleet:rack', args=[node.rack_id])}?node={node.pk}")
-    return render(request, "fleet/node.html", {"panel": panel.node_panel(node), "seq": 0})
+        return redirect(f"{reverse('console:rack', args=[node.rack_id])}?node={node.pk}")
+    return render(request, "console/node.html", {"panel": panel.node_panel(node), "seq": 0})
 
 
 @viewer
 def node_panel(request: HttpRequest, pk: int) -> HttpResponse:
     """The node panel fragment, for the rack page to open and refresh without a reload."""
     node = get_object_or_404(_panel_nodes(), pk=pk)
-    return render(request, "fleet/_node_panel.html", {"panel": panel.node_panel(node)})
+    return render(request, "console/_node_panel.html", {"panel": panel.node_panel(node)})
 
 
 def _phase_record(pk: int) -> PhaseRecord:
@@ -175,7 +175,7 @@ def phase_log(request: HttpRequest, pk: int) -> HttpResponse:
     node = record.run.node
     return render(
         request,
-        "fleet/phase_log.html",
+        "console/phase_log.html",
         {"page": page, "record": record, "node": node, "label": label_of(record.phase)},
     )
 
@@ -200,8 +200,8 @@ class ReasonForm(forms.Form):
 
 def _back(node: Node) -> HttpResponse:
     if node.rack_id:
-        return redirect(f"{reverse('fleet:rack', args=[node.rack_id])}?node={node.pk}")
-    return redirect("fleet:node", pk=node.pk)
+        return redirect(f"{reverse('console:rack', args=[node.rack_id])}?node={node.pk}")
+    return redirect("console:node", pk=node.pk)
 
 
 def _decide(request: HttpRequest, pk: int, act) -> HttpResponse:
@@ -280,7 +280,7 @@ def approve_passed(request: HttpRequest, pk: int) -> HttpResponse:
         messages.warning(
             request, f"No node of {rack.name} passed every gate and awaits approval: none approved."
         )
-    return redirect("fleet:rack", pk=rack.pk)
+    return redirect("console:rack", pk=rack.pk)
 
 
 # The banner an upload's verdict gets: output that could not be judged is an error, not a success.

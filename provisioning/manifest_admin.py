@@ -82,7 +82,7 @@ class RollingManifestAdmin(ManifestAdmin):
             f"{manifest.version}, at most {rollout.concurrency} at a time.",
             messages.SUCCESS,
         )
-        return HttpResponseRedirect(reverse("fleet:rollout", args=[rollout.pk]))
+        return HttpResponseRedirect(reverse("console:rollout", args=[rollout.pk]))
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None and obj.status == DocumentStatus.PUBLISHED:

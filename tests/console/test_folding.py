@@ -72,7 +72,7 @@ def test_the_panel_shows_a_long_wait_once_with_its_count_and_zoned_times(client,
     assert len(panel.event_groups) <= EVENT_TAIL
 
     client.force_login(bob)
-    html = client.get(reverse("fleet:node-panel", args=[node.pk])).content.decode()
+    html = client.get(reverse("console:node-panel", args=[node.pk])).content.decode()
     assert html.count("BMC task 7 at 40%") == 1
     assert 'data-count="40"' in html
     assert "×40, last " in html

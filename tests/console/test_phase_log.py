@@ -56,7 +56,7 @@ def numbered(count: int, prefix: str = "line") -> str:
 
 
 def page_url(record, page=None) -> str:
-    url = reverse("fleet:phase-log", args=[record.pk])
+    url = reverse("console:phase-log", args=[record.pk])
     return f"{url}?page={page}" if page is not None else url
 
 
@@ -89,7 +89,7 @@ def test_the_log_reads_each_command_under_its_header_then_the_engine_notes(clien
     ]
     page = response.content.decode()
     assert 'id="L5"' in page and "Page 1 of 1: lines 1–7 of 7" in page
-    assert reverse("fleet:phase-log-download", args=[record.pk]) in page
+    assert reverse("console:phase-log-download", args=[record.pk]) in page
 
 
 def test_pages_of_500_lines_with_next_previous_and_the_newest_page(client, bob, run):
@@ -131,7 +131,7 @@ def test_the_download_is_the_whole_log_as_a_named_text_attachment(client, bob, r
     record = record_of(run)
     command(run, output=numbered(700), status=CommandStatus.DONE, exit_code=0)
     client.force_login(bob)
-    response = client.get(reverse("fleet:phase-log-download", args=[record.pk]))
+    response = client.get(reverse("console:phase-log-download", args=[record.pk]))
     assert response.status_code == 200
     assert response["Content-Type"] == "text/plain; charset=utf-8"
     assert response["Content-Disposition"] == (
@@ -150,7 +150,7 @@ def test_a_gate_phase_name_makes_a_safe_file_name(run):
 def test_an_anonymous_user_is_sent_to_log_in_and_charlie_is_refused(client, charlie, run):
     record = record_of(run)
     command(run, output="secret-ish output")
-    urls = [page_url(record), reverse("fleet:phase-log-download", args=[record.pk])]
+    urls = [page_url(record), reverse("console:phase-log-download", args=[record.pk])]
     for url in urls:
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
@@ -161,12 +161,12 @@ def test_an_anonymous_user_is_sent_to_log_in_and_charlie_is_refused(client, char
 
 def test_an_unknown_record_is_404_and_a_phase_without_a_log_has_no_download(client, bob, run):
     client.force_login(bob)
-    assert client.get(reverse("fleet:phase-log", args=[999_999])).status_code == 404
-    assert client.get(reverse("fleet:phase-log-download", args=[999_999])).status_code == 404
+    assert client.get(reverse("console:phase-log", args=[999_999])).status_code == 404
+    assert client.get(reverse("console:phase-log-download", args=[999_999])).status_code == 404
     quiet = record_of(run, "preflight")
     page = client.get(page_url(quiet))
     assert page.status_code == 200 and 'id="log-empty"' in page.content.decode()
-    assert client.get(reverse("fleet:phase-log-download", args=[quiet.pk])).status_code == 404
+    assert client.get(reverse("console:phase-log-download", args=[quiet.pk])).status_code == 404
 
 
 def test_a_50k_line_log_sends_one_page_and_reads_only_the_commands_it_shows(client, bob, run):
@@ -232,9 +232,9 @@ def test_the_bmc_password_and_boot_credentials_never_show(client, bob, node, run
     client.force_login(bob)
     page = html.unescape(client.get(page_url(record)).content.decode())
     download = b"".join(
-        client.get(reverse("fleet:phase-log-download", args=[record.pk])).streaming_content
+        client.get(reverse("console:phase-log-download", args=[record.pk])).streaming_content
     ).decode()
-    panel = client.get(reverse("fleet:node-panel", args=[node.pk])).content.decode()
+    panel = client.get(reverse("console:node-panel", args=[node.pk])).content.decode()
     for text in (page, download, panel):
         for secret in (boot_secret, BMC_PASSWORD, token, "hc-9f8e7d6c5b4a"):
             assert secret not in text
@@ -257,7 +257,7 @@ def test_the_panel_links_each_phase_and_gate_with_a_log(client, bob, run):
         run=run, node=run.node, gate=GateName.GPU_HEALTH, verdict=Verdict.PASS
     )
     client.force_login(bob)
-    panel = client.get(reverse("fleet:node-panel", args=[run.node.pk])).content.decode()
+    panel = client.get(reverse("console:node-panel", args=[run.node.pk])).content.decode()
     for name, record in (("bios_firmware", done), ("secure_erase", erase)):
         assert f'id="log-link-{name}" href="{page_url(record, "last")}"' in panel
     assert 'id="log-link-nic_firmware"' not in panel and 'id="log-link-preflight"' not in panel

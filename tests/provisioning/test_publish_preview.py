@@ -111,7 +111,7 @@ def test_the_rollout_starts_from_the_manifest_page_with_its_concurrency(client, 
     rollout = Rollout.objects.get()
     assert (response.status_code, response.url) == (
         302,
-        reverse("fleet:rollout", args=[rollout.pk]),
+        reverse("console:rollout", args=[rollout.pk]),
     )
     assert (rollout.concurrency, rollout.created_by, rollout.manifest) == (1, alice, fleet)
     assert rollout.entries.filter(status=RolloutNodeStatus.RUNNING).count() == 1
@@ -144,11 +144,11 @@ def test_the_rollout_page_pauses_resumes_and_cancels(client, bob, dora, fleet):
     fleet.publish()
     client.force_login(bob)
     rollout = Rollout.objects.create(manifest=fleet, concurrency=1, created_by=bob)
-    steer = lambda verb: reverse("fleet:rollout-steer", args=[rollout.pk, verb])  # noqa: E731
+    steer = lambda verb: reverse("console:rollout-steer", args=[rollout.pk, verb])  # noqa: E731
     client.post(steer("pause"), {"reason": "change freeze"})
     rollout.refresh_from_db()
     assert (rollout.state, rollout.reason) == (RolloutState.PAUSED, "change freeze")
-    page = client.get(reverse("fleet:rollout", args=[rollout.pk])).content.decode()
+    page = client.get(reverse("console:rollout", args=[rollout.pk])).content.decode()
     assert "change freeze" in page and 'id="rollout-resume"' in page
     client.post(steer("resume"))
     client.post(steer("cancel"))
@@ -157,6 +157,6 @@ def test_the_rollout_page_pauses_resumes_and_cancels(client, bob, dora, fleet):
     assert rollout.state == RolloutState.FINISHED
     assert client.post(steer("explode")).status_code == 404
     client.force_login(dora)
-    assert client.get(reverse("fleet:rollout", args=[rollout.pk])).status_code == 200
+    assert client.get(reverse("console:rollout", args=[rollout.pk])).status_code == 200
     assert client.post(steer("pause")).status_code == 403
-    assert client.get(reverse("fleet:rollouts")).status_code == 200
+    assert client.get(reverse("console:rollouts")).status_code == 200

@@ -56,7 +56,7 @@ def test_the_quarantine_answers_before_the_scheduler_is_called(
     client.force_login(bob)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = client.post(
-            reverse("fleet:node-quarantine", args=[in_service.pk]), {"reason": REASON}
+            reverse("console:node-quarantine", args=[in_service.pk]), {"reason": REASON}
         )
     assert response.status_code == 302
     in_service.refresh_from_db()
@@ -77,7 +77,7 @@ def test_with_eager_tasks_the_quarantine_cordons_and_records_it(
 ):
     client.force_login(bob)
     with django_capture_on_commit_callbacks(execute=True):
-        client.post(reverse("fleet:node-quarantine", args=[in_service.pk]), {"reason": REASON})
+        client.post(reverse("console:node-quarantine", args=[in_service.pk]), {"reason": REASON})
     event = Event.objects.get(node=in_service, actor_label="scheduler")
     assert event.kind == EventKind.UPDATED
     assert event.data == {"scheduler": "lab", "action": "cordon", "node_name": "gpu-017"}
@@ -89,7 +89,7 @@ def test_no_scheduler_configured_sends_no_task(
     settings.GREENLIGHT_SCHEDULER = ""
     client.force_login(bob)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        client.post(reverse("fleet:node-quarantine", args=[in_service.pk]), {"reason": REASON})
+        client.post(reverse("console:node-quarantine", args=[in_service.pk]), {"reason": REASON})
     sends = [c for c in callbacks if getattr(c, "__qualname__", "").startswith("_send_on_commit")]
     assert sends == []
 

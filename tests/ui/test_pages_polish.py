@@ -25,10 +25,10 @@ def legend_items(html: str) -> list[tuple[str, str, str]]:
     )
 
 
-@pytest.mark.parametrize("page", ["fleet:overview", "fleet:rack"])
+@pytest.mark.parametrize("page", ["console:overview", "console:rack"])
 def test_the_legend_lists_every_state_with_its_colour_and_icon(client, bob, rack, page):
     client.force_login(bob)
-    url = reverse(page, args=[rack.pk]) if page == "fleet:rack" else reverse(page)
+    url = reverse(page, args=[rack.pk]) if page == "console:rack" else reverse(page)
     html = client.get(url).content.decode()
     expected = [(s.value, NODE_STATE_COLORS[s], NODE_STATE_ICONS[s]) for s in NodeState]
     assert legend_items(html) == expected
@@ -39,7 +39,7 @@ def test_the_legend_lists_every_state_with_its_colour_and_icon(client, bob, rack
 def test_an_upload_that_cannot_be_judged_shows_a_red_banner(client, bob, rack, manifest):
     (node,) = scenes.build_rack(rack, {NodeState.IN_SERVICE: 1})
     client.force_login(bob)
-    url = reverse("fleet:node-upload", args=[node.pk])
+    url = reverse("console:node-upload", args=[node.pk])
     page = client.post(url, {"tool": "fio", "output": "this is not fio output"}, follow=True)
     html = page.content.decode()
     banner = re.search(r'<li class="msg ([a-z ]+)" role="([a-z]+)">([^<]*)</li>', html)
@@ -53,12 +53,12 @@ def test_a_refused_form_is_a_red_banner_and_a_done_move_a_green_one(client, bob,
     (node,) = scenes.build_rack(rack, {NodeState.ENROLLED: 1})
     client.force_login(bob)
     refused = client.post(
-        reverse("fleet:node-upload", args=[node.pk]), {"tool": "nope"}, follow=True
+        reverse("console:node-upload", args=[node.pk]), {"tool": "nope"}, follow=True
     )
     assert re.search(
         r'<li class="msg error" role="alert">Upload refused: ', refused.content.decode()
     )
-    started = client.post(reverse("fleet:node-move", args=[node.pk, "start"]), follow=True)
+    started = client.post(reverse("console:node-move", args=[node.pk, "start"]), follow=True)
     assert re.search(r'<li class="msg success" role="status">', started.content.decode())
 
 
@@ -69,7 +69,7 @@ def test_the_favicon_answers_and_every_page_links_it(client, bob, rack):
     icon = finders.find("greenlight/favicon.svg")
     assert icon and open(icon).read().startswith("<svg")
     client.force_login(bob)
-    html = client.get(reverse("fleet:rack", args=[rack.pk])).content.decode()
+    html = client.get(reverse("console:rack", args=[rack.pk])).content.decode()
     assert '<link rel="icon" href="/static/greenlight/favicon.svg" type="image/svg+xml">' in html
 
 

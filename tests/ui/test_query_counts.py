@@ -32,12 +32,12 @@ MIX = {
 
 def pages(rack, node) -> dict[str, tuple[str, dict]]:
     return {
-        "fleet:overview": (reverse("fleet:overview"), {}),
-        "fleet:site": (reverse("fleet:site", args=[rack.site_id]), {}),
-        "fleet:rack": (reverse("fleet:rack", args=[rack.pk]), {}),
-        "fleet:rack?node": (reverse("fleet:rack", args=[rack.pk]), {"node": node.pk}),
-        "fleet:rack-snapshot": (reverse("fleet:rack-snapshot", args=[rack.pk]), {}),
-        "fleet:node-panel": (reverse("fleet:node-panel", args=[node.pk]), {}),
+        "console:overview": (reverse("console:overview"), {}),
+        "console:site": (reverse("console:site", args=[rack.site_id]), {}),
+        "console:rack": (reverse("console:rack", args=[rack.pk]), {}),
+        "console:rack?node": (reverse("console:rack", args=[rack.pk]), {"node": node.pk}),
+        "console:rack-snapshot": (reverse("console:rack-snapshot", args=[rack.pk]), {}),
+        "console:node-panel": (reverse("console:node-panel", args=[node.pk]), {}),
     }
 
 
@@ -57,7 +57,7 @@ def test_board_query_counts_are_pinned_and_do_not_grow_with_the_fleet(client, bo
     nodes = scenes.build_rack(rack, MIX)
     quarantined = nodes[6]
     client.force_login(bob)
-    client.get(reverse("fleet:overview"))  # warm the session and permission caches alike
+    client.get(reverse("console:overview"))  # warm the session and permission caches alike
     small = measure(client, rack, quarantined)
 
     for name in ("R02", "R03"):

@@ -136,11 +136,11 @@ class Command(BaseCommand):
         client.force_login(user)
         node = rack.nodes.order_by("position").first()
         pages = {
-            "overview": reverse("fleet:overview"),
-            "site": reverse("fleet:site", args=[site.pk]),
-            "rack": reverse("fleet:rack", args=[rack.pk]),
-            "rack_with_panel": reverse("fleet:rack", args=[rack.pk]) + f"?node={node.pk}",
-            "rack_snapshot": reverse("fleet:rack-snapshot", args=[rack.pk]),
+            "overview": reverse("console:overview"),
+            "site": reverse("console:site", args=[site.pk]),
+            "rack": reverse("console:rack", args=[rack.pk]),
+            "rack_with_panel": reverse("console:rack", args=[rack.pk]) + f"?node={node.pk}",
+            "rack_snapshot": reverse("console:rack-snapshot", args=[rack.pk]),
         }
         out = {}
         for name, url in pages.items():
