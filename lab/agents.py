@@ -2,8 +2,8 @@
 
 A boot from PXE starts the agent in the ephemeral environment; a boot from disk starts it in the
 installed OS (or falls through to PXE when the disk holds no OS, as a real boot order does); a
-power-off stops it. The agents listen on their node's own loopback address, so Greenlight calls
-them exactly as it calls real ones.
+power-off stops it. Each agent connects from its node's own loopback address (the artifact server
+knows who is downloading) and pulls its commands from Greenlight exactly as a real one does.
 """
 
 from __future__ import annotations
