@@ -19,7 +19,7 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) manage.py demo
 
-# The gates run in lab mode (greenlight/lab_mode.py): the lab app and its migrations are checked
+# The gates run in lab mode (common/lab_mode.py): the lab app and its migrations are checked
 # too, and a checkout with no production environment passes.
 test: $(STAMP)
 	GREENLIGHT_LAB_MODE=1 $(PY) manage.py makemigrations --check --dry-run

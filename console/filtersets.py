@@ -8,9 +8,9 @@ from django.db.models import Exists, OuterRef, Q
 from acceptance.choices import DecisionKind, Verdict
 from acceptance.gates import gate_choices
 from acceptance.models import AcceptanceProfile, Decision, GateResult
+from common.api.filters import DateTimeFilter, IdFilter
 from fleet.choices import ComponentKind, DocumentStatus, EventKind, NodeState
 from fleet.models import Event, Manifest, Node, Rack, Site, Sku
-from greenlight.api.filters import DateTimeFilter, IdFilter
 from provisioning.choices import CertificateResult, RunKind, RunStatus, WipeStatus
 from provisioning.models import Run, WipeCertificate, WipeRequest
 

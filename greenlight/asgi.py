@@ -11,9 +11,8 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
+from common.websocket_origin import SameOriginValidator  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402  (needs the app registry)
-
-from .websocket_origin import SameOriginValidator  # noqa: E402
 
 http_app = django_asgi_app
 if settings.SERVE_STATIC:

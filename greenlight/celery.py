@@ -38,6 +38,6 @@ def recycle_old_db_connections(task=None, **_: object) -> None:
 
 
 if os.environ.get("GREENLIGHT_QUERY_LOG_DIR"):
-    from .instrumentation import install_celery_hooks
+    from common.instrumentation import install_celery_hooks
 
     install_celery_hooks()

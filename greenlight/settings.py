@@ -1,7 +1,7 @@
 """Greenlight's one settings module. Every knob comes from the environment, read strictly.
 
 The variables are documented in docs/operators-guide.md, "Environment variables". A value the
-readers (greenlight/env.py) cannot take falls back to its default and fails `manage.py check`.
+readers (common/env.py) cannot take falls back to its default and fails `manage.py check`.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF, UNSAFE_INLINE
 
-from .env import env_bool, env_float, env_int, env_list, env_str
-from .lab_mode import embedded_redis_url, lab_mode, read_generated_secret, var_dir
+from common.env import env_bool, env_float, env_int, env_list, env_str
+from common.lab_mode import embedded_redis_url, lab_mode, read_generated_secret, var_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = var_dir()
-# A demo, lab, benchmark or test process (greenlight/lab_mode.py): only there may secrets and
+# A demo, lab, benchmark or test process (common/lab_mode.py): only there may secrets and
 # Redis be left out of the environment, and only there does the lab app load. Importing this
 # module starts and writes nothing; the lab-mode entry points do that before they import it.
 GREENLIGHT_LAB_MODE = lab_mode()
 
-# Empty in production when unset: greenlight/checks.py names the missing variable.
+# Empty in production when unset: common/checks.py names the missing variable.
 SECRET_KEY = env_str("SECRET_KEY") or (
     read_generated_secret("SECRET_KEY", VAR_DIR) if GREENLIGHT_LAB_MODE else ""
 )
@@ -51,7 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI and Redoc as static files: the docs load no CDN
     "channels",
     "axes",  # login throttling for the pages and the admin
-    "greenlight",  # its system checks (greenlight/checks.py)
+    "common",  # its system checks (common/checks.py)
     "fleet",
     "provisioning",
     "acceptance",
@@ -75,7 +75,7 @@ MIDDLEWARE = [
 
 if env_str("GREENLIGHT_QUERY_LOG_DIR"):
     # The benchmark counts the web server's queries too.
-    MIDDLEWARE.insert(0, "greenlight.instrumentation.QueryCountMiddleware")
+    MIDDLEWARE.insert(0, "common.instrumentation.QueryCountMiddleware")
 
 ROOT_URLCONF = "greenlight.urls"
 ASGI_APPLICATION = "greenlight.asgi.application"
@@ -242,17 +242,17 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Model permissions, view_* for reads: a role's API rights are its Django permissions.
-    "DEFAULT_PERMISSION_CLASSES": ["greenlight.api.permissions.ModelPermissions"],
+    "DEFAULT_PERMISSION_CLASSES": ["common.api.permissions.ModelPermissions"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_PAGINATION_CLASS": "greenlight.api.pagination.CursorPagination",
+    "DEFAULT_PAGINATION_CLASS": "common.api.pagination.CursorPagination",
     # A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a 413 (Django would answer 400).
-    "EXCEPTION_HANDLER": "greenlight.api.exceptions.exception_handler",
+    "EXCEPTION_HANDLER": "common.api.exceptions.exception_handler",
     "DEFAULT_PARSER_CLASSES": [
-        "greenlight.api.parsers.BoundedJSONParser",
+        "common.api.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],

@@ -15,8 +15,8 @@ import httpx
 from django.conf import settings
 from django.db import connection
 
+from common.env import WEB_SERVER_ENV
 from greenlight.celery import app
-from greenlight.env import WEB_SERVER_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 

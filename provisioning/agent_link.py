@@ -12,8 +12,8 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from common.prepared_reads import PreparedRead
 from fleet.models import Node
-from greenlight.prepared_reads import PreparedRead
 
 from .choices import AgentEnvironment, CommandStatus
 from .errors import AgentRefused, AgentUnavailable

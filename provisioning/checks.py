@@ -1,6 +1,6 @@
 """System check of the scheduler adapter: a production process names a real one.
 
-Its ids keep the greenlight. prefix of the environment checks (greenlight/checks.py) it sits
+Its ids keep the greenlight. prefix of the environment checks (common/checks.py) it sits
 beside in every report; it lives here because the adapters are provisioning's.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core import checks
 
-from greenlight.lab_mode import LAB_MODE_VARIABLE
+from common.lab_mode import LAB_MODE_VARIABLE
 
 from .schedulers import ADAPTERS
 

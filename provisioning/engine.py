@@ -13,10 +13,10 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
+from common.prepared_reads import PreparedRead
 from fleet.choices import EventKind, NodeState
 from fleet.events import record as record_event
 from fleet.models import Node
-from greenlight.prepared_reads import PreparedRead
 
 from . import clock
 from .choices import PhaseStatus, RunStatus, Stage
@@ -45,7 +45,7 @@ MAX_PHASES_PER_STEP = 6
 # not that its queue was busy.
 AWAY_S = 5.0
 
-# The two reads of every step, compiled once (greenlight/prepared_reads.py says why).
+# The two reads of every step, compiled once (common/prepared_reads.py says why).
 RUN_FOR_STEP = PreparedRead(
     lambda run_id, step: Run.objects.select_related("node", "node__rack", "manifest").filter(
         pk=run_id, step=step

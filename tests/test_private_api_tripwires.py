@@ -1,7 +1,7 @@
 """Tripwires for the three places that lean on a dependency's internals.
 
 Each is kept because it buys a measured share of the benchmark (the numbers are in the module's
-docstring: greenlight/prepared_reads.py, fleet/channel_layer.py, fleet/consumers.py's
+docstring: common/prepared_reads.py, fleet/channel_layer.py, fleet/consumers.py's
 `LiveConsumer.dispatch`). These tests fail when the dependency is upgraded, so the upgrade is
 the moment someone re-reads the internals and re-measures, instead of a silent breakage.
 """

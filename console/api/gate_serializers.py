@@ -7,8 +7,8 @@ from rest_framework import serializers
 from acceptance.choices import DecisionKind, Verdict
 from acceptance.gates import gate_choices
 from acceptance.models import AcceptanceProfile, Decision, GateResult
-from greenlight.api.fields import ChoiceField, DisplayField
-from greenlight.api.serializers import BriefUserSerializer
+from common.api.fields import ChoiceField, DisplayField
+from common.api.serializers import BriefUserSerializer
 from provisioning.redaction import redactor_for
 
 from .run_serializers import BriefRunSerializer

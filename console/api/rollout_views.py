@@ -16,9 +16,9 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from common.api.fields import ChoiceField
+from common.api.serializers import BriefUserSerializer
 from fleet.choices import NodeState
-from greenlight.api.fields import ChoiceField
-from greenlight.api.serializers import BriefUserSerializer
 from provisioning import rollouts
 from provisioning.behind import behind_nodes
 from provisioning.choices import RolloutNodeStatus, RolloutState

@@ -8,9 +8,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from common.api.fields import ChoiceField, DisplayField
+from common.api.serializers import BriefSerializer, BriefUserSerializer
 from fleet.models import Node
-from greenlight.api.fields import ChoiceField, DisplayField
-from greenlight.api.serializers import BriefSerializer, BriefUserSerializer
 from provisioning.choices import (
     ERASE_PURPOSE,
     ERASE_STANDARD,

@@ -6,10 +6,10 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from acceptance.choices import Verdict
+from common.api.fields import ChoiceField, DisplayField
+from common.api.serializers import BriefSerializer, BriefUserSerializer
 from fleet.choices import ComponentKind, DocumentStatus, EventKind, NodeState
 from fleet.models import Component, Event, Manifest, Node, Rack, Site, Sku
-from greenlight.api.fields import ChoiceField, DisplayField
-from greenlight.api.serializers import BriefSerializer, BriefUserSerializer
 
 # --- brief (nested) forms --------------------------------------------------------------------
 

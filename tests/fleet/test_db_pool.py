@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from greenlight.env import WEB_SERVER_ENV
+from common.env import WEB_SERVER_ENV
 from lab.processes import ROOT
 
 SHOW = (

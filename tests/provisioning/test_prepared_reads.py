@@ -7,8 +7,8 @@ import threading
 import pytest
 from django.db import connection
 
+from common.prepared_reads import PreparedRead
 from fleet.models import Node
-from greenlight.prepared_reads import PreparedRead
 from provisioning.choices import PhaseStatus
 from provisioning.engine import NEXT_RECORD, RUN_FOR_STEP
 from provisioning.models import AgentCommand, PhaseRecord, Run

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 import pytest
 import redis
 
+from common.embedded_redis import ensure_embedded_redis, stop_embedded_redis
 from greenlight.celery import app
-from greenlight.embedded_redis import ensure_embedded_redis, stop_embedded_redis
 from lab import processes
 from lab.run import LabRun, LabRunConfig
 from provisioning.choices import PhaseStatus

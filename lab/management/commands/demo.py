@@ -29,10 +29,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
 from acceptance.sample_data import DEMO_RACK, DEMO_SITE, SKU_NAME, load_samples
+from common.embedded_redis import stop_embedded_redis
 from fleet.lifecycle import RUN_STARTABLE_STATES
 from fleet.models import Node, Rack, Sku
 from fleet.roles import FLEET_ADMIN
-from greenlight.embedded_redis import stop_embedded_redis
 from lab.fault_mix import announce, demo_plan, fault_options, is_hardware
 from provisioning.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
 from provisioning.redfish import RedfishError

@@ -3,7 +3,7 @@
 A reader never raises and never reads a typo as its default without saying so: a value it cannot
 take (not a boolean, not a number, out of bounds) is recorded as a problem naming the variable,
 and the default stands in so that the settings still import and `manage.py check` can name every
-problem at once (greenlight/checks.py). Every name a reader is asked for is recorded too: a
+problem at once (common/checks.py). Every name a reader is asked for is recorded too: a
 GREENLIGHT_ variable that no reader asked for is a typo or a leftover, and the check names it.
 """
 

@@ -1,10 +1,10 @@
 """System checks for the environment: a production process names what it is missing or misread.
 
-Lab mode (greenlight/lab_mode.py) supplies generated secrets, the embedded Redis and the lab's
+Lab mode (common/lab_mode.py) supplies generated secrets, the embedded Redis and the lab's
 scheduler adapter; a production process must be given each of them, and is told which it lacks.
 The scheduler's own check is provisioning's (provisioning/checks.py), which owns the adapters.
 
-Settings are read strictly (greenlight/env.py): a value the settings could not take, and a
+Settings are read strictly (common/env.py): a value the settings could not take, and a
 GREENLIGHT_ variable nothing reads, fail the check with the variable named, in lab mode too.
 """
 
@@ -22,7 +22,7 @@ from . import env
 READ_ELSEWHERE = frozenset(
     {
         "GREENLIGHT_BMC_PASSWORD",  # manage.py enroll: the BMC password, kept off the command line
-        "GREENLIGHT_QUERY_LOG_SHAPES",  # greenlight/instrumentation.py, for the benchmark
+        "GREENLIGHT_QUERY_LOG_SHAPES",  # common/instrumentation.py, for the benchmark
         "GREENLIGHT_UI_DRIVER",  # tests/ui/conftest.py: which driver the UI tests use
     }
 )
