@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from fleet.admin_documents import VersionedDocumentAdminMixin, html_unified_diff
 from fleet.measured_boot import selector_of
+from provisioning.redaction import redactor_for
 
 from .golden import GoldenRefused, pin_golden, plan_golden
 from .models import AcceptanceProfile, Decision, GateResult, TpmBinding
@@ -41,6 +42,21 @@ class GateResultAdmin(ReadOnlyAdmin):
     list_select_related = ["node", "run"]
     search_fields = ["node__serial"]
     actions = ["record_golden"]
+    # What a result's page shows of what its node sent: redacted (provisioning.redaction).
+    NODE_TEXT_FIELDS = ("raw_output", "metrics", "findings", "tool_versions")
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field=None):
+        """The result to show, its node's secrets taken out of what its tools printed.
+
+        Only shown, never saved: this admin changes nothing (ReadOnlyAdmin), and the row keeps
+        the output as the node sent it.
+        """
+        result = super().get_object(request, object_id, from_field)
+        if result is not None:
+            redact = redactor_for(result.node)
+            for name in self.NODE_TEXT_FIELDS:
+                setattr(result, name, redact.tree(getattr(result, name)))
+        return result
 
     def has_pin_golden_permission(self, request: HttpRequest) -> bool:
         # Golden values are manifest content: whoever may write a manifest draft may pin them.

@@ -23,7 +23,7 @@ from provisioning.models import AgentCommand
 from provisioning.outcomes import Failure, Outcome
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
-from provisioning.redaction import output_tail
+from provisioning.redaction import output_tail, redactor_for, relayed_by
 
 from .attestation import judge_attestation
 from .choices import Verdict
@@ -138,5 +138,11 @@ class AttestationGate(Phase):
         outputs = {**outputs, "component_integrity": evidence}
         if findings and verdict.verdict != Verdict.ERROR:
             verdict = replace(verdict, verdict=Verdict.FAIL, findings=verdict.findings + findings)
+        # The evidence is judged as the node sent it (its digests cover the very bytes); what the
+        # verdict quotes of it is redacted before it is kept or repeated (see runner.py).
+        command = ctx.record.command
+        verdict = verdict.redacted(
+            redactor_for(ctx.node, relayed_by(command) if command is not None else None)
+        )
         store(ctx, GATE, outputs, verdict)
         return outcome_of(GATE, verdict)

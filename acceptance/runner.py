@@ -18,7 +18,7 @@ from provisioning.outcomes import Done, Failure, Outcome, Skipped, Wait
 from provisioning.phase_state import GpuResets
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
-from provisioning.redaction import output_tail
+from provisioning.redaction import output_tail, redactor_for, relayed_by
 
 from .choices import Verdict
 from .gates import GATES_BY_NAME, Gate
@@ -114,7 +114,12 @@ class GatePhase(Phase):
                 )
             return self.send_tools(ctx, thresholds)
         outputs = (command.result or {}).get("outputs") or {}
-        verdict = judge(gate, ctx, outputs, thresholds)
+        # Judged on the output redacted, so whatever the verdict quotes of it (a parser's error,
+        # a finding's line, cut or whole) carries none of the node's secrets into the result's
+        # metrics, the phase error, the run's last error or the events and webhooks that repeat
+        # them. The output itself is kept as sent, and redacted where it is read.
+        redact = redactor_for(ctx.node, relayed_by(command))
+        verdict = judge(gate, ctx, redact.tree(outputs), thresholds)
         already = list(GpuResets.of(ctx.record.compared).parts)
         if verdict.verdict == Verdict.PASS:
             to_reset = [p for p in verdict.reset_required if p not in already and gpu_index(p) >= 0]

@@ -20,6 +20,7 @@ from provisioning.phase_state import SoakState
 from provisioning.phases.base import Phase, PhaseContext
 from provisioning.phases.inband import command_outcome, send_command
 from provisioning.progress import soak as soak_progress
+from provisioning.redaction import redactor_for, relayed_by
 
 from .choices import Verdict
 from .gates import Gate
@@ -89,7 +90,10 @@ class SoakGate(Phase):
             {"index": i, "t": s.lab_t_s, "gpus": s.gpus}
             for i, s in enumerate(result.samples.order_by("lab_t_s"))
         ]
-        verdict = judge_soak(samples, raw["xid"], used, bus_ids=bus_ids(ctx.node, samples))
+        # The kernel log judged redacted: an unreadable line the verdict quotes, and the phase
+        # error and events that repeat it, never carry the node's secrets (runner.py, likewise).
+        xid = redactor_for(ctx.node, relayed_by(command))(raw["xid"] or "")
+        verdict = judge_soak(samples, xid, used, bus_ids=bus_ids(ctx.node, samples))
         finished = verdict.verdict == Verdict.FAIL or end_s >= total_s
         GateResult.objects.filter(pk=result.pk).update(
             verdict=verdict.verdict if finished else Verdict.RUNNING,

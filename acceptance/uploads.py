@@ -1,4 +1,9 @@
-"""Uploads of a manual tool run's output to a node: parsed by the same parsers as the gates."""
+"""Uploads of a manual tool run's output to a node: parsed by the same parsers as the gates.
+
+The output comes from the node: it is parsed redacted (provisioning.redaction), so the result's
+metrics and findings, the upload's event and the banner that quote it carry none of the node's
+secrets. The output itself is kept as uploaded and redacted where it is read.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from django.utils import timezone
 from fleet.choices import EventKind
 from fleet.events import record as record_event
 from fleet.models import Node
+from provisioning.redaction import redactor_for
 
 from .choices import Verdict
 from .gates import GATE_OF_TOOL
@@ -45,7 +51,8 @@ def upload_output(node: Node, tool: str, text: str, *, actor) -> GateResult:
         raise UploadRefused(f"unknown tool {tool!r}; expected one of {expected}")
     if len(text.encode()) > MAX_UPLOAD:
         raise UploadTooLarge(f"output larger than {MAX_UPLOAD // (1024 * 1024)} MiB")
-    parsed = PARSERS[tool](text)
+    # Every agent the node has had: no agent relayed this, a person pasted it.
+    parsed = PARSERS[tool](redactor_for(node)(text))
     now = timezone.now()
     with transaction.atomic():
         result = GateResult.objects.create(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from .choices import Verdict
 from .parsers.base import Finding, Severity
+
+if TYPE_CHECKING:
+    from provisioning.redaction import Redactor
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,18 @@ class GateVerdict:
     reset_required: list[str] = field(default_factory=list)
     # The soak sample at which a hardware fault stopped the soak early.
     stopped_at_sample: int | None = None
+
+    def redacted(self, redact: Redactor) -> GateVerdict:
+        """This verdict with `redact` applied to every word it took from the node's output."""
+        return replace(
+            self,
+            metrics=redact.tree(self.metrics),
+            findings=[
+                replace(f, part=redact(f.part), message=redact(f.message)) for f in self.findings
+            ],
+            tool_versions=redact.tree(self.tool_versions),
+            error=redact(self.error) if self.error else self.error,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the verdict as JSON-able data."""

@@ -1,9 +1,12 @@
 """A node's secrets kept out of what its agent sent, wherever that text is shown or quoted.
 
 What an agent relays comes from the node: a tool may print the node's BMC password, its boot
-credential (the kernel log carries the kernel command line) or the agent's own token. That text
-is stored as the agent sent it and redacted where a person or a client reads it: a phase's log,
-a gate result's raw output in the API, a phase error quoting a command's last words.
+credential (the kernel log carries the kernel command line) or the agent's own token. The output
+itself is stored as the agent sent it and redacted where a person or a client reads it: a
+phase's log, a gate result's raw output in the API and the admin. What is written *from* it is
+redacted before it is written: a gate's verdict is judged on the redacted output (so a parser's
+error, a finding's quote, the phase error, the run's last error, the events and webhooks that
+repeat them are clean), an upload is parsed redacted, a phase error quotes a redacted tail.
 """
 
 from __future__ import annotations
@@ -78,8 +81,11 @@ def redactor_for(node: Node, session_ids: Iterable[int] | None = None) -> Redact
     `session_ids` names the agents that relayed it; None means every agent the node has had.
     """
     secrets = {node.bmc_password or ""}
-    for nonce in BootCredential.objects.filter(node=node).values_list("nonce", flat=True):
+    credentials = BootCredential.objects.filter(node=node).values_list("nonce", "media_key")
+    for nonce, media_key in credentials:
         secrets.add(boot_credentials.derive_secret(node.pk, nonce))
+        # The key names the node's ISO, which carries the credential: as good as the secret.
+        secrets.add(media_key)
     sessions = AgentSession.objects.filter(node=node)
     if session_ids is not None:
         sessions = sessions.filter(pk__in=set(session_ids))
@@ -88,10 +94,14 @@ def redactor_for(node: Node, session_ids: Iterable[int] | None = None) -> Redact
     return Redactor(secrets)
 
 
+def relayed_by(command: AgentCommand) -> list[int]:
+    """The agent session that relayed `command`'s output and result (none if no agent took it)."""
+    return [command.session_id] if command.session_id else []
+
+
 def output_tail(command: AgentCommand, chars: int) -> str:
     """The last `chars` characters of a command's output, redacted: fit to quote in an error."""
-    sessions = [command.session_id] if command.session_id else []
-    return redactor_for(command.node, sessions)(command.output)[-chars:]
+    return redactor_for(command.node, relayed_by(command))(command.output)[-chars:]
 
 
 def output_last_line(command: AgentCommand) -> str:

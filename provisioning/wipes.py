@@ -37,6 +37,7 @@ from .choices import (
     WipeStatus,
 )
 from .models import Run, WipeCertificate, WipeRequest
+from .redaction import redactor_for
 from .run_end import How, RunEnding
 
 if TYPE_CHECKING:
@@ -118,7 +119,8 @@ def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> W
     wipe = open_request_for(node)
     if wipe is None:
         raise WipeError(f"no open wipe request names node {node.serial}")
-    entries = certificate_drives(node, drives)
+    # The agent's words on each drive come from the node: kept on the certificate redacted.
+    entries = redactor_for(node).tree(certificate_drives(node, drives))
     ok = passed and bool(entries) and all(e["result"] == PASSED for e in entries)
     now = timezone.now()
     starts = [t for t in (_instant(e.get("started_at")) for e in entries) if t]

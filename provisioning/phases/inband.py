@@ -17,7 +17,7 @@ from ..inventory import record_inband
 from ..models import AgentCommand
 from ..outcomes import Done, Failure, NeedsPerson, Outcome, Skipped, TransientFailure, Wait
 from ..phase_state import FlashedDevices
-from ..redaction import output_last_line, output_tail
+from ..redaction import output_last_line, output_tail, redactor_for, relayed_by
 from ..wipes import erase_finished
 from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, ensure_ephemeral
@@ -241,8 +241,10 @@ class SecureErase(Phase):
                 if failed
                 else {"serial": "drive", "verification": output_tail(command, 200)}
             )
+            # The agent's words on the drive come from the node: quoted redacted.
+            redact = redactor_for(ctx.node, relayed_by(command))
             return Failure(
-                f"drive {first.get('serial')}: erase failed: {first.get('verification')}",
+                redact(f"drive {first.get('serial')}: erase failed: {first.get('verification')}"),
                 component=f"NVMe {first.get('serial')}",
                 permanent=True,
                 # Data may still be on the drive: the node must never return to the pool.

@@ -10,7 +10,7 @@ from acceptance.models import GateResult
 from provisioning import redaction
 from provisioning.agent_sessions import CheckIn, check_in
 from provisioning.choices import CommandStatus, Stage
-from provisioning.models import AgentCommand, PhaseRecord
+from provisioning.models import AgentCommand, BootCredential, PhaseRecord
 from provisioning.outcomes import Failure
 from provisioning.phases import PHASES_BY_NAME
 from provisioning.phases.base import PhaseContext
@@ -134,3 +134,13 @@ def test_a_commands_tail_is_cut_after_redaction_so_no_half_secret_shows(node, se
     tail = redaction.output_tail(command, 60)
     assert len(tail) <= 60 and token[-8:] not in tail and tail.endswith("Bearer [redacted]\n")
     assert redaction.output_last_line(command) == "Authorization: Bearer [redacted]"
+
+
+def test_a_nodes_iso_key_is_redacted_like_its_credential(node, secrets):
+    # The key names the ISO that carries the credential: quoting the URL gives the credential.
+    run, *_ = secrets
+    key = BootCredential.objects.get(run=run).media_key
+    text = f"curl -O https://greenlight.example/boot/v1/media/{key}.iso"
+    assert redaction.redactor_for(node)(text) == (
+        "curl -O https://greenlight.example/boot/v1/media/[redacted].iso"
+    )

@@ -226,3 +226,19 @@ def test_the_document_has_every_field_the_certificate_states(alice, nodes):
     assert document["standard"] == "NIST SP 800-88 Rev. 1"
     assert document["purpose"] == "Purge by cryptographic erase"
     assert {tuple(sorted(d)) for d in document["drives"]} == {tuple(sorted(DRIVE_KEYS))}
+
+
+def test_a_drive_report_quoting_the_bmc_password_is_certified_redacted(alice, nodes):
+    # The certificate goes to the tenant and to /api/v1/wipe-certificates/: the agent's words
+    # on a drive are the node's, and may quote what it must not (issue 30).
+    run, _ = _wiping(alice, nodes)
+    node = run.node
+    node.bmc_password = "Tr0ub4dor-bmc-&3"
+    node.save(update_fields=["bmc_password"])
+    leaky = drive_report(node, 1, result="failed", exit_code=5,
+                         verification="sedutil: ipmitool -P Tr0ub4dor-bmc-&3 refused")  # fmt: skip
+
+    certificate = erase_finished(run, [drive_report(node, 0), leaky], passed=False)
+
+    assert certificate.drives[1]["verification"] == "sedutil: ipmitool -P [redacted] refused"
+    assert "Tr0ub4dor" not in json.dumps(certificate_document(certificate))
