@@ -218,7 +218,9 @@ NVBANDWIDTH = Gate(
     },
     judge=judging.from_parsed(judging.check_nvbandwidth),
     runs=fixed({"tool": "nvbandwidth", "duration_s": 300}),
-    uploads=("nvbandwidth",),
+    # nvidia-smi / dcgmi NVLink reports: parsers.nvlink fails the GPU and link that is down,
+    # trained slower or retrained (its rule lives with the parser, as for every upload).
+    uploads=("nvbandwidth", "nvlink"),
 )
 FABRIC = Gate(
     "fabric",

@@ -12,6 +12,7 @@ from . import (
     nccl,
     nvbandwidth,
     nvidia_smi,
+    nvlink,
     perftest,
     reference_job,
     sxid,
@@ -31,6 +32,7 @@ PARSERS: dict[str, Callable[[str], ParseResult]] = {
     "aer": aer.parse,
     "perftest": perftest.parse,
     "reference-job": reference_job.parse,
+    "nvlink": nvlink.parse,
 }
 
 __all__ = ["PARSERS", "Finding", "ParseResult", "Severity"]

@@ -7,6 +7,9 @@
 The "error received" line comes from the root port and names the reporting device after the
 colon; the "PCIe Bus Error" line is printed by the device itself, with its driver's name. A
 corrected error is a warning (the link recovered); an uncorrected one, fatal or not, fails.
+
+Kernels since 6.x say it the PCIe spec's way: "AER: Correctable error message received from
+0000:00:03.1", "severity=Correctable", "Uncorrectable (Non-Fatal)". Both wordings are read alike.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from .xid import KERNEL_LINE
 
 TOOL = "aer"
 BDF = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d"
+SEVERITY = r"Correct(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-Fatal|Fatal)\)"
 RECEIVED = re.compile(
-    rf"AER: (?:Multiple )?(?P<sev>Corrected|Uncorrected \((?:Non-Fatal|Fatal)\)) error "
-    rf"(?:received|message received from)(?: id=\S+)?:? ?(?P<dev>{BDF})?"
+    rf"AER: (?:Multiple )?(?P<sev>{SEVERITY}) error "
+    rf"(?:message )?received(?: from)?(?: id=\S+)?:? ?(?P<dev>{BDF})?"
 )
 BUS_ERROR = re.compile(
     rf"(?P<driver>[\w-]+) (?P<dev>{BDF}): (?:AER: )?PCIe Bus Error: severity=(?P<sev>[^,]+), "
@@ -62,7 +66,7 @@ def parse(text: str) -> ParseResult:
         return failed(TOOL, "no kernel log lines in the input")
     # Boot logs mention AER without an error ("AER: enabled with IRQ 28"); only an error record
     # that names no device is unreadable.
-    if not devices and re.search(r"error received|PCIe Bus Error", text):
+    if not devices and re.search(r"error (?:message )?received|PCIe Bus Error", text):
         return failed(TOOL, "AER error lines present but none could be read (truncated?)")
     result = ParseResult(TOOL)
     result.metrics = {"devices": devices, "lines": kernel_lines}
@@ -92,7 +96,8 @@ def _device(devices: dict[str, dict], bdf: str) -> dict:
 
 def _severity(word: str) -> str:
     word = word.strip().lower()
-    if word.startswith("corrected"):
+    # "Corrected" (older kernels) or "Correctable" (6.x); never "Uncorrectable".
+    if word.startswith("correct"):
         return "corrected"
     return "fatal" if "(fatal)" in word else "non-fatal"
 

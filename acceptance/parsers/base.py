@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -84,17 +85,47 @@ def blank_reason(text: str) -> str | None:
 
 
 # What launchers put before each line of a rank's output: SkyPilot's "(head, rank=0, pid=1) ",
-# Open MPI's --tag-output "[1,0]<stdout>:", Slurm's --label "0: ", test harnesses' "12:00:01 DEBUG| ".
+# test harnesses' "12:00:01 DEBUG| ", Slurm's `srun --label` rank right-aligned to the widest
+# rank (" 0: ", "12: ", a bare " 0:" on an empty line), Open MPI's --tag-output "[1,0]<stdout>:".
+# The Slurm rank must be followed by a space or the line's end, so "12:00:01" is never a rank.
 LAUNCHER_PREFIX = re.compile(
     r"^(?:\([^()]*\)\s)?"
     r"(?:\d\d:\d\d:\d\d DEBUG\| (?:\[std(?:out|err)\] )?)?"
+    r"(?:\s*\d{1,6}:(?: |$))?"
     r"(?:\[\d+,\d+\]<std(?:out|err)>:)?"
+)
+# What a person adds when pasting output into an issue, a mail or a runbook: quote markers
+# ("> ", "> > ", a bare ">" on an empty line) and elision lines ("[...]", "...", "<snip>").
+QUOTE_MARKER = re.compile(r"^(?:[ \t]{0,3}>(?: |(?=>)|$))+")
+ELISION = re.compile(
+    r"^\s*#?\s*(?:\[\s*(?:\.{3}|…|snip(?:ped)?|(?:output )?(?:truncated|omitted|elided))[^\]]*\]"
+    r"|\.{3,}|…|<snip(?:ped)?>|\(\.{3}\))(?:\s.*)?$",
+    re.IGNORECASE,
 )
 
 
 def strip_launcher(line: str) -> str:
     """A line of tool output without the prefix an MPI or cluster launcher added to it."""
     return LAUNCHER_PREFIX.sub("", line, count=1)
+
+
+def unquote(line: str) -> str:
+    """A pasted line without the quote markers ("> ") a mail or issue reply put before it."""
+    return QUOTE_MARKER.sub("", line, count=1)
+
+
+def is_elision(line: str) -> bool:
+    """True when the line is a paster's mark that something was left out ("[...]", "...")."""
+    return bool(ELISION.match(line))
+
+
+def pasted_lines(text: str) -> list[str]:
+    """The tool's own lines from a paste: quote markers and launcher prefixes taken off.
+
+    A block indented as a whole (a Markdown list item, a mail) is dedented first. Elision lines
+    are kept: callers count them, since what a paste leaves out must be said."""
+    unquoted = textwrap.dedent("\n".join(unquote(line) for line in text.splitlines()))
+    return [strip_launcher(line) for line in unquoted.splitlines()]
 
 
 def load_json_object(text: str) -> tuple[dict | None, str | None]:

@@ -8,6 +8,14 @@ the 4.x layout (one "GPU0: Pass" line per GPU under each test).
 
 Users' pastes elide lines ("...") and stop early: a table without its closing border is read
 only if it already shows a failure (that is never a pass); otherwise it is an error.
+
+When a deployment check stops the run, dcgmi prints only an Error row under the section header,
+with no test row before it:
+
+    |-----  Deployment  --------+------------------------------------------------|
+    | Error                     | GPU 3 has uncorrectable memory errors and row  |
+
+That row is the section's own failure (a "deployment" test that failed), naming its GPU.
 """
 
 from __future__ import annotations
@@ -87,6 +95,11 @@ def _read_rows(text: str) -> tuple[dict[str, str], dict[str, dict], bool]:
         name, value = m.group("name"), m.group("value")
         if name.lower() in METADATA:
             meta[name.lower()] = value
+        elif name.lower() == "error" and (current is None or current["section"] != section):
+            # An error with no test of its section before it: the section itself failed.
+            current = _section_failure(section, value)
+            tests[_key(section or "deployment")] = current
+            in_detail = True
         elif name.lower() in DETAIL_ROWS:
             in_detail = current is not None
             if current is not None:
@@ -99,6 +112,10 @@ def _read_rows(text: str) -> tuple[dict[str, str], dict[str, dict], bool]:
             tests[TEST_KEYS.get(name.lower(), _key(name))] = current
             in_detail = False
     return meta, tests, closed
+
+
+def _section_failure(section: str, error: str) -> dict:
+    return {"section": section, "status": "fail", "who": "", "gpus": {}, "detail": [error]}
 
 
 def _continuation(value: str, current: dict | None, in_detail: bool) -> None:

@@ -1,10 +1,13 @@
-"""`fio --output-format=json` (and, through fio_text, its text output): per job read/write bandwidth (KiB/s), IOPS, latency and errors."""
+"""`fio --output-format=json` (and, through fio_text, its text output): per job read/write bandwidth (KiB/s), IOPS, latency and errors.
+
+Failures fio tells on stderr (fio_stderr: I/O errors, verify failures) fail the drive they name,
+whether the results come with them, were cut short, or went elsewhere: a shown failure is never
+lost to an unreadable rest.
+"""
 
 from __future__ import annotations
 
-import re
-
-from . import fio_text
+from . import fio_stderr, fio_text
 from .base import Finding, ParseResult, Severity, blank_reason, failed, load_json_object
 
 TOOL = "fio"
@@ -16,6 +19,24 @@ def parse(text: str) -> ParseResult:
     reason = blank_reason(text)
     if reason:
         return failed(TOOL, reason)
+    told, errnos = fio_stderr.read_failures(text)
+    result = _results(text)
+    if not told:
+        return result
+    if result.error:
+        # The results are missing or cut, but the failures shown are read (never a pass).
+        unread = result.error
+        result = _summed(ParseResult(TOOL, version=result.version), [], {})
+        result.metrics.update({"complete": False, "results_unread": unread})
+    # A job's own error already names its drive and errno; the stderr line for it adds nothing.
+    erred = {f.part for f in result.findings if f.code == "fio_job_error"}
+    result.findings.extend(f for f in told if f.code != "fio_io_error" or f.part not in erred)
+    result.metrics["stderr_errnos"] = errnos
+    return result
+
+
+def _results(text: str) -> ParseResult:
+    """The results themselves, in JSON or text."""
     if "{" not in text[:4000] and fio_text.looks_like_text(text):
         return _from_text(text)
     data, reason = load_json_object(text)
@@ -112,8 +133,7 @@ def _job(job: dict) -> dict:
 
 
 def _device(filename: str) -> str:
-    # "/dev/nvme3n1" -> "nvme3n1"; several files joined with ":" name the first.
-    return re.sub(r"^/dev/", "", filename.split(":")[0])
+    return fio_stderr.device_of(filename)
 
 
 def _lat_us(section: dict) -> float | None:

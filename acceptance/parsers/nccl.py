@@ -2,18 +2,31 @@
 
 Judging uses the plateau (bus bandwidth at the largest message sizes); the Avg line averages in
 8-byte messages and is kept only as a metric. Real output comes in several shapes, all read here:
-- each line may carry a launcher's prefix (`mpirun --tag-output`, SkyPilot, a harness logger);
+- each line may carry a launcher's prefix (`mpirun --tag-output`, `srun --label`, SkyPilot, a
+  harness logger), and a pasted copy may be quoted ("> ") with rows elided ("...", "[...]");
 - older releases print no "#" before the banner and header lines;
 - the row has 11 to 13 cells: collectives without a reduction op (all_gather, alltoall) or
   without a root (all_reduce) leave those columns out, and some releases leave them blank.
   Rows are therefore read by position from the right: eight out-of-place and in-place cells.
+
+The plateau is read from the largest message sizes the table actually holds, so a paste that
+elides rows is judged on what it shows; a table with no non-empty size has no plateau and is an
+error, never a bandwidth of 0.
 """
 
 from __future__ import annotations
 
 import re
 
-from .base import Finding, ParseResult, Severity, blank_reason, failed, strip_launcher
+from .base import (
+    Finding,
+    ParseResult,
+    Severity,
+    blank_reason,
+    failed,
+    is_elision,
+    pasted_lines,
+)
 
 TOOL = "nccl"
 # How many of the largest sizes make the plateau.
@@ -35,9 +48,12 @@ def parse(text: str) -> ParseResult:
     avg = oob = version = collective = None
     ranks: set[int] = set()
     hosts: list[str] = []
-    for raw in text.splitlines():
-        line = strip_launcher(raw).strip()
-        if m := VERSION.match(line):
+    elisions = 0
+    for raw in pasted_lines(text):
+        line = raw.strip()
+        if is_elision(line):
+            elisions += 1
+        elif m := VERSION.match(line):
             version = m.group(1)
         elif m := COLLECTIVE.match(line):
             collective = m.group(1)
@@ -52,11 +68,16 @@ def parse(text: str) -> ParseResult:
         elif not line.startswith("#") and (row := _row(line)) is not None:
             rows.append(row)
     if not rows:
-        return failed(TOOL, "no nccl-tests result rows in the output")
+        elided = f" (the paste elides {elisions} part(s) of it)" if elisions else ""
+        return failed(TOOL, f"no nccl-tests result rows in the output{elided}")
     if avg is None:
         return failed(TOOL, "truncated: no 'Avg bus bandwidth' line after the table")
+    # A zero-byte message moves nothing (its bus bandwidth is 0 by definition): never a plateau.
+    sized = [r for r in rows if r["size_bytes"] > 0]
+    if not sized:
+        return failed(TOOL, "no plateau: the table has no row with a non-empty message size")
     result = ParseResult(TOOL, version=version)
-    plateau_rows = sorted(rows, key=lambda r: r["size_bytes"])[-PLATEAU_ROWS:]
+    plateau_rows = sorted(sized, key=lambda r: r["size_bytes"])[-PLATEAU_ROWS:]
     plateau = min(min(r["busbw_oop"], r["busbw_ip"]) for r in plateau_rows)
     wrong = sum(r["wrong"] for r in rows)
     result.metrics = {
@@ -69,6 +90,7 @@ def parse(text: str) -> ParseResult:
         "wrong": wrong,
         "ranks": len(ranks),
         "hosts": hosts,
+        "elided_lines": elisions,
     }
     if wrong or (oob and oob[0] > 0):
         result.findings.append(

@@ -5,6 +5,11 @@ Driver R535 renamed clocks_throttle_reasons to clocks_event_reasons (and every c
 both are read. ECC counters changed shape too (single_bit/double_bit totals before Hopper,
 sram_*/dram_* after), so any counter under ecc_errors whose name says "uncorrectable" or
 "double_bit" counts.
+
+Each finding names the GPU by index, bus id and serial. Retired pages pending (pre-Ampere) and
+row remapping pending fail the GPU. A PCIe link narrower or slower than its maximum fails the
+GPU only under load: an idle GPU drops its link to Gen1 (and a mobile one its width) to save
+power, so an idle report says nothing about the link's training.
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ def parse(text: str) -> ParseResult:
         result = nvidia_smi_text.parse(text)
         for facts in result.metrics.get("gpus", []):
             result.findings.extend(_findings(facts))
+        # An elided paste can fail a node on the faults it shows, never pass it.
+        incomplete = result.metrics.get("incomplete")
+        if incomplete and not any(f.severity == Severity.CRITICAL for f in result.findings):
+            return failed(TOOL, f"incomplete: {incomplete}")
         return result
     try:
         root = fromstring(text.strip().encode())
@@ -97,14 +106,39 @@ def _gpu(gpu: Element, position: int) -> dict:
         "power_limit_w": to_float(
             _text(power, "current_power_limit") if power is not None else None
         ),
+        "retired_pages_sbe": int(
+            to_float(_text(gpu, "retired_pages/multiple_single_bit_retirement/retired_count")) or 0
+        ),
+        "retired_pages_dbe": int(
+            to_float(_text(gpu, "retired_pages/double_bit_retirement/retired_count")) or 0
+        ),
+        "retired_pages_pending": _yes(_text(gpu, "retired_pages/pending_blacklist"))
+        or _yes(_text(gpu, "retired_pages/pending_retirement")),
+        "pcie_gen_max": _link(gpu, "pcie_gen/max_link_gen"),
+        "pcie_gen_current": _link(gpu, "pcie_gen/current_link_gen"),
+        "pcie_width_max": _link(gpu, "link_widths/max_link_width"),
+        "pcie_width_current": _link(gpu, "link_widths/current_link_width"),
+        "performance_state": _text(gpu, "performance_state"),
+        "utilization_gpu_percent": to_float(_text(gpu, "utilization/gpu_util")),
     }
+
+
+def _link(gpu: Element, path: str) -> int | None:
+    value = to_float((_text(gpu, f"pci/pci_gpu_link_info/{path}") or "").rstrip("x") or None)
+    return int(value) if value is not None else None
+
+
+def _under_load(gpu: dict) -> bool:
+    """The GPU is working: P0 or any utilization (an idle GPU sits in P8 at 0 %)."""
+    return gpu.get("performance_state") == "P0" or (gpu.get("utilization_gpu_percent") or 0) > 0
 
 
 def _findings(gpu: dict) -> list[Finding]:
     part = f"GPU {gpu['index']}"
+    named = f"{part} ({gpu['bus_id']})" if gpu["bus_id"] else part
 
     def finding(message: str, code: str) -> Finding:
-        return Finding(part, "gpu", f"{part}: {message}", Severity.CRITICAL, code, gpu["serial"])
+        return Finding(part, "gpu", f"{named}: {message}", Severity.CRITICAL, code, gpu["serial"])
 
     out = []
     if gpu["ecc_volatile_uncorrectable"] or gpu["ecc_aggregate_uncorrectable"]:
@@ -119,9 +153,33 @@ def _findings(gpu: dict) -> list[Finding]:
         out.append(finding("row remap pending (reset the GPU to apply it)", "row_remap_pending"))
     if gpu["remapped_rows_failure"]:
         out.append(finding("row remapping failed (no spare rows left)", "row_remap_failure"))
+    if gpu.get("retired_pages_pending"):
+        out.append(
+            finding(
+                f"retired pages pending ({gpu['retired_pages_sbe']} single bit, "
+                f"{gpu['retired_pages_dbe']} double bit retired; reset the GPU to retire them)",
+                "retired_pages_pending",
+            )
+        )
+    out.extend(_link_findings(gpu, finding))
     for reason in gpu["clock_reasons_active"]:
         if reason in BAD_CLOCK_REASONS:
             out.append(finding(f"clocks held down by {BAD_CLOCK_REASONS[reason]}", "throttle"))
+    return out
+
+
+def _link_findings(gpu: dict, finding) -> list[Finding]:
+    out = []
+    width, width_max = gpu.get("pcie_width_current"), gpu.get("pcie_width_max")
+    if not _under_load(gpu):
+        return out
+    if width and width_max and width < width_max:
+        out.append(finding(f"PCIe link trained at x{width} of x{width_max}", "pcie_width_degraded"))
+    gen, gen_max = gpu.get("pcie_gen_current"), gpu.get("pcie_gen_max")
+    if gen and gen_max and gen < gen_max:
+        out.append(
+            finding(f"PCIe link at Gen{gen} of Gen{gen_max} under load", "pcie_gen_degraded")
+        )
     return out
 
 

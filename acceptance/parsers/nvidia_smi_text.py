@@ -5,15 +5,22 @@
         Remapped Rows
             Pending                           : No
 
-Each GPU block ends with its "Processes" entry; a report with fewer complete blocks than its
-"Attached GPUs" line was cut short and is an error.
+Each GPU block of a full report ends with its "Processes" entry. A filtered report
+(`-q -d PAGE_RETIREMENT`, `ECC`, `ROW_REMAPPER`, `PCIE`, ...) prints only the asked sections and
+no "Processes": there every GPU block must hold the sections the first one holds. A report with
+fewer GPU blocks than its "Attached GPUs" line, or a block short of its sections, is incomplete.
+
+Pastes are read too: quote markers ("> ") are taken off, a trimmed banner is accepted when the
+"Attached GPUs"/"Driver Version" lines and GPU headers remain, and elision lines ("[...]") are
+counted. An incomplete report is an error naming what is missing, except that an elided paste
+whose GPUs already show a fault may fail the node (nvidia_smi decides): it can never pass one.
 """
 
 from __future__ import annotations
 
 import re
 
-from .base import ParseResult, blank_reason, failed, to_float
+from .base import ParseResult, blank_reason, failed, is_elision, pasted_lines, to_float
 
 TOOL = "nvidia-smi"
 BANNER = "==============NVSMI LOG=============="
@@ -29,9 +36,19 @@ REASONS = {
 }
 
 
+TOP_KEY = re.compile(r"^(?:Attached GPUs|Driver Version)\s*:", re.MULTILINE)
+# Sections whose presence says the GPU block is a full report, not a `-d` filtered one.
+FULL_REPORT_KEYS = {"Product Name", "Processes"}
+
+
 def looks_like_report(text: str) -> bool:
-    """True when the text is the plain-text `nvidia-smi -q` report."""
-    return BANNER in text[:2000]
+    """True when the text is the plain-text `nvidia-smi -q` report (or a paste of one)."""
+    if BANNER in text[:2000]:
+        return True
+    lines = pasted_lines(text[:20000])
+    return any(GPU_HEADER.match(line.strip()) for line in lines) and bool(
+        TOP_KEY.search("\n".join(line.strip() for line in lines))
+    )
 
 
 def parse(text: str) -> ParseResult:
@@ -44,10 +61,14 @@ def parse(text: str) -> ParseResult:
     top: dict[str, str] = {}
     blocks: list[tuple[str, dict]] = []
     stack: list[tuple[int, dict]] = []
-    for line in text.splitlines():
+    elisions = 0
+    for line in pasted_lines(text):
         if not line.strip() or BANNER in line:
             continue
-        if m := GPU_HEADER.match(line):
+        if is_elision(line):
+            elisions += 1
+            continue
+        if m := GPU_HEADER.match(line.strip()):
             tree: dict = {}
             blocks.append((m.group(1), tree))
             stack = [(0, tree)]
@@ -72,21 +93,54 @@ def parse(text: str) -> ParseResult:
     attached = int(to_float(top.get("Attached GPUs")) or 0)
     if not blocks:
         return failed(TOOL, "no GPU section in the nvidia-smi -q report")
-    complete = [b for b in blocks if "Processes" in b[1]]
-    if len(complete) < max(attached, len(blocks)):
-        return failed(
-            TOOL, f"truncated: {len(complete)} complete GPU sections of {attached or len(blocks)}"
-        )
     # Findings are added by nvidia_smi (which imports this module), the same for XML and text.
     result = ParseResult(
         TOOL, version=top.get("Driver Version"), driver_version=top.get("Driver Version")
     )
+    full = any(FULL_REPORT_KEYS & set(tree) for _, tree in blocks)
     result.metrics = {
         "cuda_version": top.get("CUDA Version"),
         "attached_gpus": attached or len(blocks),
+        "filtered": None if full else sorted(blocks[0][1]),
+        "elided_lines": elisions,
         "gpus": [_gpu(bus, tree, position) for position, (bus, tree) in enumerate(blocks)],
     }
+    missing = _missing(blocks, attached, full)
+    if missing:
+        if not elisions:
+            return failed(TOOL, f"truncated: {missing}")
+        result.metrics["incomplete"] = f"the paste elides {elisions} part(s): {missing}"
     return result
+
+
+def _missing(blocks: list[tuple[str, dict]], attached: int, full: bool) -> str:
+    """Say what the report lacks: whole GPU blocks, or sections of a block; "" when complete."""
+    if full:
+        cut = [bus for bus, tree in blocks if "Processes" not in tree]
+        complete = len(blocks) - len(cut)
+        if complete < max(attached, len(blocks)):
+            return f"{complete} complete GPU sections of {attached or len(blocks)}" + (
+                f" (GPU {', '.join(cut)} without its Processes section)" if cut else ""
+            )
+        return ""
+    expected = _paths(blocks[0][1])
+    for bus, tree in blocks:
+        lacking = expected - _paths(tree)
+        if lacking:
+            return f"GPU {bus} lacks {', '.join(sorted(lacking))}"
+    if len(blocks) < attached:
+        return f"{len(blocks)} GPU sections of {attached}"
+    return ""
+
+
+def _paths(tree: dict, prefix: str = "") -> set[str]:
+    paths = set()
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        paths.add(path)
+        if isinstance(value, dict):
+            paths |= _paths(value, f"{path}/")
+    return paths
 
 
 def _gpu(bus: str, tree: dict, position: int) -> dict:
@@ -96,6 +150,10 @@ def _gpu(bus: str, tree: dict, position: int) -> dict:
     temperature = tree.get("Temperature") or {}
     power = tree.get("GPU Power Readings") or tree.get("Power Readings") or {}
     ecc = tree.get("ECC Errors") or {}
+    retired = tree.get("Retired Pages") if isinstance(tree.get("Retired Pages"), dict) else {}
+    link = tree.get("GPU Link Info") if isinstance(tree.get("GPU Link Info"), dict) else {}
+    gen = link.get("PCIe Generation") or {}
+    width = link.get("Link Width") or {}
     return {
         "index": int(minor) if minor is not None else position,
         "bus_id": bus.lower(),
@@ -120,7 +178,26 @@ def _gpu(bus: str, tree: dict, position: int) -> dict:
             or _get(power, "Instantaneous Power Draw")
         ),
         "power_limit_w": to_float(_get(power, "Current Power Limit") or _get(power, "Power Limit")),
+        "retired_pages_sbe": int(to_float(_get(retired, "Single Bit ECC")) or 0),
+        "retired_pages_dbe": int(to_float(_get(retired, "Double Bit ECC")) or 0),
+        # Renamed across drivers: "Pending Page Blacklist", then "Pending Page Retirement".
+        "retired_pages_pending": any(
+            (_get(retired, key) or "").lower() == "yes"
+            for key in ("Pending Page Blacklist", "Pending Page Retirement", "Pending")
+        ),
+        "pcie_gen_max": _int(_get(gen, "Max")),
+        "pcie_gen_current": _int(_get(gen, "Current")),
+        "pcie_width_max": _int(_get(width, "Max")),
+        "pcie_width_current": _int(_get(width, "Current")),
+        "performance_state": _get(tree, "Performance State"),
+        "utilization_gpu_percent": to_float(_get(tree.get("Utilization"), "Gpu")),
     }
+
+
+def _int(value: str | None) -> int | None:
+    """Read '16x', '4', 'N/A' (None)."""
+    number = to_float((value or "").rstrip("x")) if value else None
+    return int(number) if number is not None else None
 
 
 def _get(tree: object, key: str) -> str | None:

@@ -11,6 +11,9 @@ PREFIXES = [
     "[1,0]<stdout>:",
     "(head, rank=0, pid=3808) [1,0]<stdout>:",
     "20:22:23 DEBUG| [stdout] ",
+    " 0: ",  # srun --label, ranks right-aligned to the widest
+    "12: ",
+    "12: [1,0]<stdout>:",
 ]
 SAMPLES_BY_TOOL = {
     "nccl": "real/superbench_nccl_reduce.log",

@@ -73,3 +73,22 @@ def test_runtime_error_is_an_error():
 def test_banner_before_json_is_skipped():
     result = dcgm.parse("Successfully ran diagnostic for group.\n" + read("dcgm4_level3_pass.json"))
     assert result.error is None
+
+
+def test_a_deployment_error_row_with_no_test_row_fails_the_gpu_it_names():
+    # dcgmi stops at deployment and prints only the section's Error row (real quote in
+    # samples/real/dcgmi_text_mleng_deployment_error_gpu3_row_remap.txt); here the table is closed.
+    text = read("real/dcgmi_text_mleng_deployment_error_gpu3_row_remap.txt") + "+" + "-" * 27 + "+"
+    text += "-" * 48 + "+\n"
+    result = dcgm.parse(text)
+    assert result.error is None
+    assert result.metrics["complete"] is True
+    assert [(f.part, f.severity) for f in result.findings] == [("GPU 3", Severity.CRITICAL)]
+    assert "row remappings are pending" in result.findings[0].message
+
+
+def test_a_deployment_info_row_naming_gpus_is_not_a_failure():
+    text = read("real/dcgmi_text_3.3.8_ncclt264_deployment_info_gpus_memory_fail_all.txt")
+    result = dcgm.parse(text)
+    assert result.metrics["failed_tests"] == ["memory"]
+    assert "deployment" not in result.metrics["tests"]

@@ -47,3 +47,12 @@ def test_wrong_values_are_a_finding():
 def test_truncated_table_is_an_error():
     result = nccl.parse(read("nccl_allreduce_truncated.txt"))
     assert result.error and "truncated" in result.error
+
+
+def test_a_table_of_zero_byte_rows_has_no_plateau():
+    text = read("real/nccl_aws_awsome_readme_eks_rows_elided.txt")
+    rows = [line for line in text.splitlines() if "float     sum" in line]
+    only_zero = "\n".join(line for line in text.splitlines() if line not in rows[1:])
+    assert nccl.parse(text).metrics["plateau_busbw_gbps"] == 279.0
+    result = nccl.parse(only_zero)
+    assert result.error and "no plateau" in result.error

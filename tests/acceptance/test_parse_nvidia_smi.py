@@ -52,7 +52,7 @@ def test_pre_r535_throttle_reasons_and_double_bit_counters():
     ]
     assert result.metrics["gpus"][1]["power_w"] == 396.18
     assert [f.message for f in result.findings] == [
-        "GPU 1: clocks held down by HW thermal slowdown"
+        "GPU 1 (00000000:2a:00.0): clocks held down by HW thermal slowdown"
     ]
 
 
@@ -66,3 +66,52 @@ def test_entity_expansion_is_refused():
 
 def test_truncated_xml_is_an_error():
     assert "truncated" in nvidia_smi.parse(read("nvidia_smi_truncated.xml")).error
+
+
+REAL = "real/netdata_nvidia_smi_x_535.86.05_rtx4090.xml"
+
+
+def _loaded(xml: str) -> str:
+    """The real RTX 4090 report as if read under load (P0, 100 % utilization, link at Gen3)."""
+    xml = xml.replace(
+        "<current_link_gen>1</current_link_gen>", "<current_link_gen>3</current_link_gen>"
+    )
+    xml = xml.replace(
+        "<performance_state>P8</performance_state>", "<performance_state>P0</performance_state>"
+    )
+    return xml.replace("<gpu_util>0 %</gpu_util>", "<gpu_util>100 %</gpu_util>")
+
+
+def test_pcie_link_downtrained_under_load_is_a_finding_naming_the_gpu():
+    xml = read(REAL)
+    assert nvidia_smi.parse(_loaded(xml)).findings == []
+    narrow = _loaded(xml).replace(
+        "<current_link_width>16x</current_link_width>",
+        "<current_link_width>8x</current_link_width>",
+    )
+    (finding,) = nvidia_smi.parse(narrow).findings
+    assert finding.code == "pcie_width_degraded" and finding.part == "GPU 0"
+    assert "x8 of x16" in finding.message and "(00000000:" in finding.message
+
+
+def test_an_idle_link_below_its_maximum_is_power_saving_not_a_finding():
+    xml = read(REAL)
+    assert "<performance_state>P8</performance_state>" in xml
+    assert nvidia_smi.parse(xml).metrics["gpus"][0]["pcie_gen_current"] == 1
+    assert nvidia_smi.parse(xml).findings == []
+
+
+def test_a_filtered_report_cut_inside_a_gpu_block_names_what_is_missing():
+    text = read("real/nvidia_smi_q_d_page_retirement_azhc_clean_8gpu.txt")
+    cut = text[: text.index("Pending Page Blacklist", text.index("GPU 00000008"))]
+    error = nvidia_smi.parse(cut).error
+    assert error and "GPU 00000008:00:00.0 lacks Retired Pages/Pending Page Blacklist" in error
+    fewer = text[: text.index("GPU 00000008")]
+    assert "7 GPU sections of 8" in nvidia_smi.parse(fewer).error
+
+
+def test_a_quoted_paste_reads_as_the_report():
+    text = read("real/nvidia_smi_q_d_page_retirement_azhc_bad_8gpu.txt")
+    quoted = "\n".join("> " + line for line in text.splitlines())
+    plain, got = nvidia_smi.parse(text), nvidia_smi.parse(quoted)
+    assert got.error is None and got.findings == plain.findings

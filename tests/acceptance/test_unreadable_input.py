@@ -19,6 +19,7 @@ GOOD = {
     "aer": "real/aer_lkml_tegra_r8169_no_timestamp.log",
     "perftest": "real/perftest_issue273_write_bw_postlist_gbits.txt",
     "reference-job": "real/greenlight_reference_job_v1_cpu_small.txt",
+    "nvlink": "real/nvlink_dcgmi_s_dcgm198_all_links_down.txt",
 }
 # Kernel logs have no end marker: a cut is seen only inside a line (tested below).
 LOGS = {"xid", "sxid", "aer"}
