@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from fleet.admin_documents import VersionedDocumentAdminMixin, html_unified_diff
 from fleet.measured_boot import selector_of
-from provisioning.redaction import redactor_for
+from provisioning.agents.redaction import redactor_for
 
 from .golden import GoldenRefused, pin_golden, plan_golden
 from .models import AcceptanceProfile, Decision, GateResult, TpmBinding
@@ -42,7 +42,7 @@ class GateResultAdmin(ReadOnlyAdmin):
     list_select_related = ["node", "run"]
     search_fields = ["node__serial"]
     actions = ["record_golden"]
-    # What a result's page shows of what its node sent: redacted (provisioning.redaction).
+    # What a result's page shows of what its node sent: redacted (provisioning.agents.redaction).
     NODE_TEXT_FIELDS = ("raw_output", "metrics", "findings", "tool_versions")
 
     def get_object(self, request: HttpRequest, object_id: str, from_field=None):

@@ -18,12 +18,12 @@ from agent import protocol
 from fleet.choices import EventKind
 from fleet.events import record as record_event
 from fleet.measured_boot import DEFAULT_PCRS
+from provisioning.agents.redaction import output_tail, redactor_for, relayed_by
 from provisioning.choices import CommandStatus, Stage
+from provisioning.core.phases.base import Phase, PhaseContext
+from provisioning.core.phases.inband import command_outcome, send_command
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Failure, Outcome
-from provisioning.phases.base import Phase, PhaseContext
-from provisioning.phases.inband import command_outcome, send_command
-from provisioning.redaction import output_tail, redactor_for, relayed_by
 
 from .attestation import judge_attestation
 from .choices import Verdict

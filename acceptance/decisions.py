@@ -17,7 +17,7 @@ from fleet.choices import EventKind, NodeState
 from fleet.events import record
 from fleet.lifecycle import TransitionConflict, TransitionNotAllowed, transition
 from fleet.models import Node, Rack
-from provisioning import run_end
+from provisioning.core import run_end
 from provisioning.models import Run
 
 from .choices import DecisionKind, Verdict

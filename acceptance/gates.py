@@ -26,7 +26,7 @@ from .partners import fabric_partners
 from .verdicts import Evidence, GateVerdict, SkuFacts, conclude
 
 if TYPE_CHECKING:
-    from provisioning.phases.base import PhaseContext
+    from provisioning.core.phases.base import PhaseContext
 
 # The tool invocations (agent run_tools specs) a gate sends for one node, given its thresholds.
 Runs = Callable[["PhaseContext", dict[str, float]], list[dict[str, Any]]]

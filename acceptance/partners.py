@@ -11,7 +11,7 @@ from fleet.models import Node
 from .fabric import FabricPartners, choose_partners
 
 if TYPE_CHECKING:
-    from provisioning.phases.base import PhaseContext
+    from provisioning.core.phases.base import PhaseContext
 
 # States of a healthy node going through the pipeline beside this one: it runs NCCL with them.
 # A failed, quarantined or broken node is no partner: a slow pair would blame a good node.

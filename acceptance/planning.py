@@ -1,4 +1,4 @@
-"""The gate planning acceptance registers with provisioning (provisioning.gates).
+"""The gate planning acceptance registers with provisioning (provisioning.core.gates).
 
 Provisioning asks through that registry, filled in by AcceptanceConfig.ready(), so it never
 imports acceptance. The profile is resolved by AcceptanceProfile.for_manifest.
@@ -9,10 +9,10 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING
 
-from provisioning import gates as provisioning_gates
 from provisioning.choices import RunKind
-from provisioning.phases.base import Phase
-from provisioning.suspect import TAKE_OUT_KINDS
+from provisioning.core import gates as provisioning_gates
+from provisioning.core.phases.base import Phase
+from provisioning.day2.suspect import TAKE_OUT_KINDS
 
 from . import runner
 from .attestation_gate import AttestationGate

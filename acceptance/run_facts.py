@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fleet.models import Component, Node
-from provisioning.gates import step_name
-from provisioning.phases.base import Band, PhaseContext, PhaseInfo
+from provisioning.core.gates import step_name
+from provisioning.core.phases.base import Band, PhaseContext, PhaseInfo
 
 from .gates import Gate
 from .models import AcceptanceProfile

@@ -12,13 +12,13 @@ from functools import cache
 from django.utils import timezone
 
 from agent import protocol
+from provisioning.agents.redaction import output_tail, redactor_for, relayed_by
 from provisioning.choices import CommandStatus, Stage
+from provisioning.core.phase_state import GpuResets
+from provisioning.core.phases.base import Phase, PhaseContext
+from provisioning.core.phases.inband import command_outcome, send_command
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Done, Failure, Outcome, Skipped, Wait
-from provisioning.phase_state import GpuResets
-from provisioning.phases.base import Phase, PhaseContext
-from provisioning.phases.inband import command_outcome, send_command
-from provisioning.redaction import output_tail, redactor_for, relayed_by
 
 from .choices import Verdict
 from .gates import GATES_BY_NAME, Gate

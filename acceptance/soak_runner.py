@@ -13,14 +13,14 @@ from typing import Any
 
 from agent import protocol
 from fleet.models import Component
+from provisioning.agents.redaction import redactor_for, relayed_by
 from provisioning.choices import Stage
+from provisioning.core.phase_state import SoakState
+from provisioning.core.phases.base import Phase, PhaseContext
+from provisioning.core.phases.inband import command_outcome, send_command
+from provisioning.core.progress import soak as soak_progress
 from provisioning.models import AgentCommand
 from provisioning.outcomes import Done, Failure, Outcome, Wait
-from provisioning.phase_state import SoakState
-from provisioning.phases.base import Phase, PhaseContext
-from provisioning.phases.inband import command_outcome, send_command
-from provisioning.progress import soak as soak_progress
-from provisioning.redaction import redactor_for, relayed_by
 
 from .choices import Verdict
 from .gates import Gate

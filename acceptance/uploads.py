@@ -1,6 +1,6 @@
 """Uploads of a manual tool run's output to a node: parsed by the same parsers as the gates.
 
-The output comes from the node: it is parsed redacted (provisioning.redaction), so the result's
+The output comes from the node: it is parsed redacted (provisioning.agents.redaction), so the result's
 metrics and findings, the upload's event and the banner that quote it carry none of the node's
 secrets. The output itself is kept as uploaded and redacted where it is read.
 """
@@ -14,7 +14,7 @@ from django.utils import timezone
 from fleet.choices import EventKind
 from fleet.events import record as record_event
 from fleet.models import Node
-from provisioning.redaction import redactor_for
+from provisioning.agents.redaction import redactor_for
 
 from .choices import Verdict
 from .gates import GATE_OF_TOOL

@@ -9,7 +9,7 @@ from .choices import Verdict
 from .parsers.base import Finding, Severity
 
 if TYPE_CHECKING:
-    from provisioning.redaction import Redactor
+    from provisioning.agents.redaction import Redactor
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from acceptance.decisions import passed_node_ids
 from fleet.choices import NODE_STATE_COLORS, NODE_STATE_ICONS, NodeState
 from fleet.lifecycle import ACTIVE_STATES, NEEDS_ATTENTION_STATES
 from fleet.models import Event, Node, Rack, Site
-from provisioning import progress
-from provisioning.behind import Behind, behind_of, with_manifests
 from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus
+from provisioning.core import progress
+from provisioning.core.phases import PHASES, label_of
+from provisioning.day2.behind import Behind, behind_of, with_manifests
 from provisioning.models import PhaseRecord, Run
-from provisioning.phases import PHASES, label_of
 
 # Event ids are allocated at INSERT, not at COMMIT: an event with a smaller id can become
 # visible just after a larger one. A "since" query looks this far back, so such a late event is

@@ -31,7 +31,7 @@ from acceptance.choices import Verdict
 from acceptance.models import GateResult
 from fleet.choices import EventKind
 from fleet.models import Event, Node
-from provisioning import ipxe_guard
+from provisioning.boot import ipxe_guard
 from provisioning.models import PhaseRecord, Run
 
 # Phase durations range from seconds (a skipped phase) to hours (a firmware flash, a soak).
@@ -140,10 +140,9 @@ class GreenlightCollector:
             family.add_metric([str(row["data__error_kind"])], row["n"])
         return family
 
-
     def boot_requests(self) -> Iterator[Metric]:
         # Counted in the cache (Redis, shared by every web process) as they happen: a MAC scan
-        # writes no row per guess (provisioning.ipxe_guard).
+        # writes no row per guess (provisioning.boot.ipxe_guard).
         totals = ipxe_guard.totals()
         misses = CounterMetricFamily(
             "greenlight_ipxe_misses",

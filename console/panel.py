@@ -13,15 +13,16 @@ from acceptance.parsers import PARSERS
 from fleet.choices import EventKind, NodeState
 from fleet.lifecycle import is_allowed
 from fleet.models import Event, Node
-from provisioning import phase_logs, progress
-from provisioning.behind import Behind, behind_of
+from provisioning.agents import logs as phase_logs
 from provisioning.choices import ACTIVE_RUN_STATUSES, PHASE_STATUS_COLORS, PhaseStatus
-from provisioning.eta import Eta, run_eta
-from provisioning.gates import step_name
+from provisioning.core import progress
+from provisioning.core.eta import Eta, run_eta
+from provisioning.core.gates import step_name
+from provisioning.core.phases import PHASES
+from provisioning.core.progress import Progress
+from provisioning.day2.behind import Behind, behind_of
+from provisioning.day2.moves import Move, fitting
 from provisioning.models import PhaseRecord, Run
-from provisioning.moves import Move, fitting
-from provisioning.phases import PHASES
-from provisioning.progress import Progress
 
 from .charts import Series, line_chart
 from .folding import EventGroup, fold_events
@@ -272,7 +273,7 @@ class Panel:
 def node_panel(node: Node) -> Panel:
     """Everything the node panel shows, for the node's latest run.
 
-    A node read with provisioning.behind.with_manifests costs no query for its manifest line.
+    A node read with provisioning.day2.behind.with_manifests costs no query for its manifest line.
     """
     run = (
         Run.objects.filter(node=node)

@@ -1,6 +1,6 @@
 """The rollout pages: every rollout, one rollout's progress, and pausing, resuming or cancelling it.
 
-Thin shells over provisioning.rollouts, which checks the permission (the one that reprovisions).
+Thin shells over provisioning.day2.rollouts, which checks the permission (the one that reprovisions).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from provisioning import rollouts
+from provisioning.day2 import rollouts
 from provisioning.models import Rollout
 
 from .views import viewer

@@ -1,6 +1,6 @@
 """What happened to a node that needs a person, in one sentence, and the next step to take.
 
-The node panel shows it above the buttons of provisioning.moves, so a failed, quarantined, stuck
+The node panel shows it above the buttons of provisioning.day2.moves, so a failed, quarantined, stuck
 or refused node never leaves the person at a dead end.
 """
 

@@ -29,11 +29,12 @@ from acceptance.parsers import PARSERS
 from acceptance.uploads import UploadRefused, upload_output
 from fleet.choices import NodeState
 from fleet.models import Event, Node, Rack, Site, Sku
-from provisioning import audit as drift_audit
-from provisioning import moves, phase_logs
-from provisioning.behind import with_manifests
+from provisioning.agents import logs as phase_logs
+from provisioning.core import audit as drift_audit
+from provisioning.core.phases import label_of
+from provisioning.day2 import moves
+from provisioning.day2.behind import with_manifests
 from provisioning.models import PhaseRecord
-from provisioning.phases import label_of
 
 from . import board, panel
 
@@ -136,7 +137,9 @@ def rack_snapshot(request: HttpRequest, pk: int) -> JsonResponse:
         {
             "seq": seq,
             "full": not since.isdigit(),
-            "slots": {s.node.pk: render_to_string("console/_slot.html", {"slot": s}) for s in slots},
+            "slots": {
+                s.node.pk: render_to_string("console/_slot.html", {"slot": s}) for s in slots
+            },
             "summary": render_to_string(
                 "console/_rack_summary.html", {"summary": summary}, request=request
             ),

@@ -18,7 +18,7 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("agent/v1/", include("provisioning.agent_api.urls")),
+    path("agent/v1/", include("provisioning.agents.api.urls")),
     path("", include("console.api.urls")),
     path("", include("provisioning.urls")),
     path("", include("console.urls")),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from acceptance.models import AcceptanceProfile
 from fleet.choices import DocumentStatus
 from fleet.models import Manifest, Node, Rack, Site, Sku
-from provisioning.enrollment import enroll_node
+from provisioning.intake.enrollment import enroll_node
 
 from .hall import LabHall
 from .manifests import lab_sku_name, manifest_yaml, profile_yaml

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 
-from provisioning.phases import label_of
+from provisioning.core.phases import label_of
 
 from .faults import CATALOG
 

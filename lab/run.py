@@ -19,8 +19,8 @@ from fleet.choices import EventKind, NodeState
 from fleet.lifecycle import RUN_STARTABLE_STATES
 from fleet.models import Event, Node
 from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus
+from provisioning.core.runs import start_runs
 from provisioning.models import Run
-from provisioning.runs import start_runs
 
 from . import processes
 from .enrollment import enroll_hall, publish_lab_documents

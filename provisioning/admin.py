@@ -13,12 +13,12 @@ from django.urls import path
 from fleet.admin import NodeAdmin
 from fleet.models import Node
 
-from . import manifest_admin  # noqa: F401 - registers the manifest admin with its rollouts
-from .enrollment_admin import enroll_view
+from .day2 import manifest_admin  # noqa: F401 - registers the manifest admin with its rollouts
+from .intake.admin import enroll_view
 from .models import PhaseRecord, Run, WipeCertificate, WipeRequest
 
 # The fleet's node admin, plus the page that enrolls a node by Redfish discovery of its BMC:
-# enrollment is the pipeline's (provisioning.enrollment), and the fleet sits below it.
+# enrollment is the pipeline's (provisioning.intake.enrollment), and the fleet sits below it.
 admin.site.unregister(Node)
 
 

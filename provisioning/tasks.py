@@ -5,15 +5,16 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import before_task_publish, worker_shutdown
 
-from . import engine, rollouts
-from .bmc import session_pool
-from .rollout_nudge import ADVANCE_ROLLOUT_TASK
+from .core import engine
+from .core.sweep import queue_lag_s, stamp_sent_at
+from .core.sweep import sweep as sweep_runs
+from .day2 import rollouts
+from .day2.rollouts import ADVANCE_ROLLOUT_TASK
+from .redfish.bmc import session_pool
 
 # Declared beside the call it makes; imported here, where Celery's autodiscovery looks for tasks.
 from .scheduler_calls import tell_scheduler_task
 from .scheduling import ADVANCE_RUN_TASK
-from .sweep import queue_lag_s, stamp_sent_at
-from .sweep import sweep as sweep_runs
 
 SWEEP_TASK = "provisioning.tasks.sweep"
 __all__ = ["advance_run", "sweep", "tell_scheduler_task"]

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import boot_views, views
+from . import views
+from .boot import views as boot_views
 
 app_name = "provisioning"
 urlpatterns = [

@@ -1,6 +1,6 @@
 """Pages of tenant release: the wipe requests with a form to file one, and the certificates.
 
-Views parse, authorise, call provisioning.wipes and render.
+Views parse, authorise, call provisioning.day2.wipes.certificates and render.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from fleet.models import Node
 
+from .day2.wipes.certificates import certificate_document
+from .day2.wipes.requests import WipeRefused, file_wipe, refusals_for
 from .models import WipeCertificate, WipeRequest
-from .wipe_requests import WipeRefused, file_wipe, refusals_for
-from .wipes import certificate_document
 
 can_request = permission_required("provisioning.add_wiperequest", raise_exception=True)
 can_read = permission_required("provisioning.view_wipecertificate", raise_exception=True)

@@ -198,7 +198,7 @@ def test_the_walk_sees_imports_at_every_level():
         "from . import models\n"
         "class C:\n"
         "    def f(self):\n"
-        "        from provisioning.runs import start_run\n"
+        "        from provisioning.core.runs import start_run\n"
         "        importlib.import_module('acceptance.gates')\n"
         "        node = ForeignKey('fleet.Node')\n"
         "class FleetConfig:\n"
@@ -210,7 +210,7 @@ def test_the_walk_sees_imports_at_every_level():
     found = [(i.target, i.in_function, i.in_ready) for i in collector.found]
     assert found == [
         ("fleet.models", False, False),
-        ("provisioning.runs", True, False),
+        ("provisioning.core.runs", True, False),
         ("acceptance.gates", True, False),
         ("fleet", True, False),
         ("console.checks", True, True),
@@ -227,7 +227,7 @@ def test_the_direction_rule_refuses_what_it_should():
     assert why("agent.runner", "bootimage.build") == "agent and bootimage stand alone"
     assert why("console.views", "lab.run") == "production imports the lab"
     assert why("greenlight.urls", "lab.urls") == "production imports the lab"
-    assert why("console.views", "provisioning.moves") is None
+    assert why("console.views", "provisioning.day2.moves") is None
     assert why("greenlight.asgi", "console.routing") is None  # wiring
     assert why("lab.run", "console.views") is None
 
@@ -235,6 +235,61 @@ def test_the_direction_rule_refuses_what_it_should():
 def test_no_import_goes_against_the_direction():
     wrong = [f"{imp}: {why}" for imp in project_imports() if (why := against_the_direction(imp))]
     assert not wrong, "imports against the direction:\n" + "\n".join(wrong)
+
+
+# provisioning's floors, bottom to top: a module imports only modules of its own floor or lower.
+# The ground holds the leaves every floor shares; the top is the app's wiring (admin, ready(),
+# tasks, URLs, pages), which puts the floors together.
+PROVISIONING_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("choices", "models", "outcomes", "clock", "artifacts", "scheduling", "migrations"),
+    ("redfish",),  # speaking Redfish to a BMC, vendor by vendor
+    ("errors", "schedulers"),  # the pipeline's error kinds; the tenants' scheduler adapters
+    ("boot",),  # the boot plane: credentials, media, images, boot path, what nodes fetch
+    ("agents",),  # the agent channel: sessions, command queue, logs, redaction, agent API
+    ("core",),  # the run core: engine, phases, runs and their one exit, plans, gates, sweep
+    ("intake", "day2", "scheduler_sync", "scheduler_calls"),  # enrolling; the day-2 wing
+    ("admin", "apps", "checks", "management", "tasks", "urls", "views", ""),  # the wiring
+)
+FLOOR_OF = {name: row for row, names in enumerate(PROVISIONING_FLOORS) for name in names}
+
+
+def floor_of(module: str) -> int | None:
+    """The floor of a provisioning module (None outside provisioning)."""
+    parts = module.split(".")
+    if parts[0] != "provisioning":
+        return None
+    return FLOOR_OF[parts[1] if len(parts) > 1 else ""]
+
+
+def below_its_floor(imp: Import) -> str | None:
+    """Why `imp`, inside provisioning, goes up a floor, or None."""
+    source, target = floor_of(imp.module), floor_of(imp.target)
+    if source is None or target is None or target <= source:
+        return None
+    return f"{imp.module} sits below {imp.target}"
+
+
+def test_the_floor_table_names_every_folder_of_provisioning():
+    on_disk = {p.stem for p in (ROOT / "provisioning").iterdir() if p.suffix == ".py"}
+    on_disk |= {p.name for p in (ROOT / "provisioning").iterdir() if (p / "__init__.py").is_file()}
+    on_disk |= {"migrations"}
+    assert on_disk - {"__init__"} == set(FLOOR_OF) - {""}, "add it to PROVISIONING_FLOORS"
+
+
+def test_the_floor_rule_refuses_what_it_should():
+    def why(module: str, target: str) -> str | None:
+        return below_its_floor(Import(module, 1, target, False, False))
+
+    assert why("provisioning.core.phases.inband", "provisioning.day2.wipes.certificates")
+    assert why("provisioning.agents.sessions", "provisioning.core.runs")
+    assert why("provisioning.boot.path", "provisioning.agents.link")
+    assert why("provisioning.day2.rollouts", "provisioning.core.runs") is None
+    assert why("provisioning.core.engine", "provisioning.core.phases") is None
+
+
+def test_no_import_goes_up_a_floor_of_provisioning():
+    wrong = [f"{imp}: {why}" for imp in project_imports() if (why := below_its_floor(imp))]
+    assert not wrong, "imports up a floor of provisioning:\n" + "\n".join(wrong)
 
 
 def test_no_function_level_import_of_a_project_module():

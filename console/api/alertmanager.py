@@ -1,7 +1,7 @@
 """POST /api/v1/alertmanager/: an Alertmanager webhook receiver that takes in suspect nodes.
 
 Point a receiver's `webhook_configs` here. Each firing alert whose labels name a node (serial,
-hostname, or instance host:port) starts the suspect-node loop on it (provisioning.suspect); a
+hostname, or instance host:port) starts the suspect-node loop on it (provisioning.day2.suspect); a
 resolved one is noted on the node. Authenticated like the rest of the API (a user's token, with
 the right to report nodes suspect) or by the bearer token in GREENLIGHT_ALERTMANAGER_TOKEN.
 """
@@ -28,7 +28,7 @@ from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
-from provisioning.suspect import SUSPECT_PERM, AlertRejected, receive_alerts
+from provisioning.day2.suspect import SUSPECT_PERM, AlertRejected, receive_alerts
 
 # Alertmanager batches a group's alerts in one notification; a body larger than this is not one.
 MAX_BODY_BYTES = 1024 * 1024

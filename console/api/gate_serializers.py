@@ -9,7 +9,7 @@ from acceptance.gates import gate_choices
 from acceptance.models import AcceptanceProfile, Decision, GateResult
 from common.api.fields import ChoiceField, DisplayField
 from common.api.serializers import BriefUserSerializer
-from provisioning.redaction import redactor_for
+from provisioning.agents.redaction import redactor_for
 
 from .run_serializers import BriefRunSerializer
 from .serializers import BriefNodeSerializer, DocumentSerializer

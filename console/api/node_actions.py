@@ -1,9 +1,9 @@
 """Lifecycle verbs on a node as POST actions: start a run, approve, quarantine, upload output,
-and every move of provisioning.moves (retry, abort, skip-phase, break-fix, reprovision,
+and every move of provisioning.day2.moves (retry, abort, skip-phase, break-fix, reprovision,
 revalidate, decommission).
 
 Each one parses, calls the service that checks permissions and acts, and renders; the rules live
-in provisioning.runs, provisioning.moves, acceptance.decisions and acceptance.uploads, shared with
+in provisioning.core.runs, provisioning.day2.moves, acceptance.decisions and acceptance.uploads, shared with
 the pages.
 """
 
@@ -25,8 +25,8 @@ from acceptance.uploads import UploadRefused, UploadTooLarge, upload_output
 from fleet.choices import NodeState
 from fleet.lifecycle import RUN_STARTABLE_STATES
 from fleet.models import Node
-from provisioning.moves import MoveRefused, perform
-from provisioning.runs import RunError, start_run, start_runs
+from provisioning.core.runs import RunError, start_run, start_runs
+from provisioning.day2.moves import MoveRefused, perform
 
 
 class ReasonSerializer(serializers.Serializer):
@@ -222,7 +222,7 @@ class NodeActionsMixin:
         }
         return Response(body, status=status.HTTP_201_CREATED)
 
-    # -- the moves of provisioning.moves, one verb each ------------------------------------
+    # -- the moves of provisioning.day2.moves, one verb each ------------------------------------
 
     def _move(self, request, name: str):
         node = self.get_object()

@@ -2,7 +2,7 @@
 
 GET /manifests/<id>/behind/ lists the nodes a manifest puts behind (a publish's preview);
 POST /manifests/<id>/rollouts/ {"concurrency": 2} starts one (201); /rollouts/ lists them with
-their nodes; POST /rollouts/<id>/pause/, resume/, cancel/ steer one. provisioning.rollouts checks
+their nodes; POST /rollouts/<id>/pause/, resume/, cancel/ steer one. provisioning.day2.rollouts checks
 the right to reprovision (fleet.start_run) and the concurrency; these views parse and render.
 """
 
@@ -19,9 +19,9 @@ from rest_framework.response import Response
 from common.api.fields import ChoiceField
 from common.api.serializers import BriefUserSerializer
 from fleet.choices import NodeState
-from provisioning import rollouts
-from provisioning.behind import behind_nodes
 from provisioning.choices import RolloutNodeStatus, RolloutState
+from provisioning.day2 import rollouts
+from provisioning.day2.behind import behind_nodes
 from provisioning.models import Rollout, RolloutNode
 
 from .node_actions import REFUSED

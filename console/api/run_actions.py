@@ -1,6 +1,6 @@
 """Operator actions on a run as POST actions: retry, skip a phase, abort.
 
-Thin: the rules (permissions, reasons, states) are provisioning.runs', shared with everything else.
+Thin: the rules (permissions, reasons, states) are provisioning.core.runs', shared with everything else.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from provisioning.runs import RunError, abort_run, retry_run, skip_phase
+from provisioning.core.runs import RunError, abort_run, retry_run, skip_phase
 
 
 class RunActionSerializer(serializers.Serializer):

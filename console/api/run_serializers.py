@@ -20,8 +20,8 @@ from provisioning.choices import (
     RunStatus,
     WipeStatus,
 )
+from provisioning.day2.wipes.certificates import CERTIFICATE_SCOPE
 from provisioning.models import PhaseRecord, Run, WipeCertificate, WipeRequest
-from provisioning.wipes import CERTIFICATE_SCOPE
 
 from .serializers import BriefManifestSerializer, BriefNodeSerializer
 

@@ -6,8 +6,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.response import Response
 
+from provisioning.day2.wipes.requests import WipeRefused, file_wipe
 from provisioning.models import Run, WipeCertificate, WipeRequest
-from provisioning.wipe_requests import WipeRefused, file_wipe
 
 from .. import filtersets
 from . import run_serializers as s

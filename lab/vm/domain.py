@@ -42,7 +42,7 @@ class VmSpec:
         """The SMBIOS serial the guest's dmidecode reads: the identity its BMC gives the node.
 
         sushy-tools reports no system serial, so Greenlight knows these nodes by their system
-        UUID ("uuid-<UUID>", see provisioning.enrollment); a real server's BMC and SMBIOS agree
+        UUID ("uuid-<UUID>", see provisioning.intake.enrollment); a real server's BMC and SMBIOS agree
         on its serial, and so do these.
         """
         return f"uuid-{self.uuid}"

@@ -19,9 +19,9 @@ from fleet.choices import NodeState
 from fleet.lifecycle import RUN_STARTABLE_STATES
 from fleet.models import Manifest, Node, Rack, Site
 from provisioning.choices import ACTIVE_RUN_STATUSES
-from provisioning.enrollment import enroll_node
+from provisioning.core.runs import abort_run, start_runs
+from provisioning.intake.enrollment import enroll_node
 from provisioning.models import Run
-from provisioning.runs import abort_run, start_runs
 
 from .. import processes
 from .documents import publish_os_image, publish_vm_documents, vm_sku

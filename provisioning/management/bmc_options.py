@@ -12,8 +12,8 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from provisioning.redfish import RedfishClient
-from provisioning.redfish.tls import fetch_fingerprint
+from ..redfish import RedfishClient
+from ..redfish.tls import fetch_fingerprint
 
 PASSWORD_ENV = "GREENLIGHT_BMC_PASSWORD"
 

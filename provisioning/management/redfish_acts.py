@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from provisioning.redfish import (
+from ..redfish import (
     PowerAction,
     PowerState,
     RedfishClient,
@@ -21,8 +21,8 @@ from provisioning.redfish import (
     update_tracking,
     virtual_media,
 )
-from provisioning.redfish.models import as_dict
-from provisioning.redfish.update_tracking import Progress
+from ..redfish.models import as_dict
+from ..redfish.update_tracking import Progress
 
 # What a power action reads back as once the BMC took it: the state itself or the way to it.
 POWER_READS: dict[PowerAction, frozenset[PowerState]] = {

@@ -21,10 +21,10 @@ from agent.tools import Completed, capture
 from agent.tpm import EVENT_LOG
 from fleet.models import Event, Node
 from provisioning.choices import CommandStatus, PhaseStatus, RunStatus
+from provisioning.core.phases.base import PhaseContext
+from provisioning.core.runs import start_run
 from provisioning.models import AgentCommand, AgentSession, PhaseRecord, Run
 from provisioning.outcomes import Done, Failure, Wait
-from provisioning.phases.base import PhaseContext
-from provisioning.runs import start_run
 from tests.acceptance.test_tpm_quote import SAMPLES, golden_from, measure_boot
 from tests.redfish.servers import mockup_answers, serve
 from tests.redfish.static import CAPTURES

@@ -14,10 +14,10 @@ from acceptance.runner import GatePhase
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Node
 from provisioning.choices import PhaseStatus
+from provisioning.core.phases.base import PhaseContext
+from provisioning.core.runs import start_run
 from provisioning.models import AgentSession, PhaseRecord
 from provisioning.outcomes import Failure, Skipped
-from provisioning.phases.base import PhaseContext
-from provisioning.runs import start_run
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -22,9 +22,9 @@ from acceptance.profiles import parse_profile
 from acceptance.runner import GatePhase, gate_phase
 from acceptance.soak_runner import SoakGate
 from agent import protocol
-from provisioning import gates as provisioning_gates
-from provisioning.phases import label_of, phase_for
-from provisioning.plans import plan
+from provisioning.core import gates as provisioning_gates
+from provisioning.core.phases import label_of, phase_for
+from provisioning.core.plans import plan
 
 
 def test_the_agents_own_tool_list_is_the_tools_the_gates_run():

@@ -13,7 +13,7 @@ from acceptance.runner import GatePhase
 from acceptance.uploads import upload_output
 from acceptance.verdicts import SkuFacts
 from agent import protocol
-from provisioning.phases import label_of
+from provisioning.core.phases import label_of
 
 from .sample_files import SAMPLES
 

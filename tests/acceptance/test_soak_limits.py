@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from provisioning.core.phase_state import SoakState
+from provisioning.core.phases import phase_for
+from provisioning.core.phases.base import PhaseContext
 from provisioning.models import PhaseRecord, Run
-from provisioning.phase_state import SoakState
-from provisioning.phases import phase_for
-from provisioning.phases.base import PhaseContext
 
 
 @pytest.mark.django_db

@@ -10,11 +10,11 @@ from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Node
 from fleet.roles import TENANT_PLATFORM
 from provisioning.choices import PhaseStatus, RunKind, RunStatus
-from provisioning.completion import complete_run
-from provisioning.engine import fail_run
+from provisioning.core.completion import complete_run
+from provisioning.core.engine import fail_run
+from provisioning.core.plans import REVALIDATE_PHASES
+from provisioning.day2.suspect import report_suspect
 from provisioning.models import PhaseRecord, Run
-from provisioning.plans import REVALIDATE_PHASES
-from provisioning.suspect import report_suspect
 from tests import factories
 from tests.api.conftest import client_for
 

@@ -7,9 +7,9 @@ import pytest
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Node
 from provisioning.choices import PhaseStatus, RunKind, RunStatus
+from provisioning.core.plans import REVALIDATE_PHASES
+from provisioning.core.runs import start_run
 from provisioning.models import PhaseRecord, Run
-from provisioning.plans import REVALIDATE_PHASES
-from provisioning.runs import start_run
 from tests.api.conftest import client_for
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Node
 from fleet.roles import TENANT_PLATFORM
 from provisioning.choices import RunKind
+from provisioning.core.plans import REVALIDATE_PHASES
 from provisioning.models import Run
-from provisioning.plans import REVALIDATE_PHASES
 from tests import factories
 from tests.api.conftest import client_for
 

@@ -13,8 +13,9 @@ from django.urls import reverse
 from acceptance.choices import Verdict
 from acceptance.gates import GateName
 from acceptance.models import GateResult
-from provisioning import agent_link, phase_logs
-from provisioning.agent_sessions import CheckIn, check_in
+from provisioning.agents import link as agent_link
+from provisioning.agents import logs as phase_logs
+from provisioning.agents.sessions import CheckIn, check_in
 from provisioning.choices import CommandStatus
 from provisioning.models import AgentCommand, PhaseRecord
 from tests import factories

@@ -11,10 +11,10 @@ from console.board import rack_slots
 from console.panel import node_panel
 from fleet.choices import NodeState
 from provisioning.choices import PhaseStatus, RunStatus
-from provisioning.gates import step_name
+from provisioning.core.gates import step_name
+from provisioning.core.phases import PHASES
+from provisioning.core.progress import Progress, of_phase
 from provisioning.models import PhaseRecord, Run
-from provisioning.phases import PHASES
-from provisioning.progress import Progress, of_phase
 from tests.support import scenes
 
 pytestmark = pytest.mark.django_db
@@ -79,8 +79,8 @@ def test_a_bmc_update_task_shows_its_percent_in_the_timeline(rack, manifest):
 
 
 def test_a_waits_text_names_the_phase_limit_as_a_limit(rack, manifest):
-    from provisioning.engine import wait
-    from provisioning.phases.base import PhaseContext
+    from provisioning.core.engine import wait
+    from provisioning.core.phases.base import PhaseContext
 
     run = _soaking(rack)
     record = run.phases.get(phase=SOAK)
@@ -114,7 +114,7 @@ def test_the_panel_gives_an_eta_from_this_fleets_runs(rack, manifest):
 
 
 def test_an_eta_says_at_least_when_a_phase_has_no_history(rack, manifest, profile):
-    from provisioning.runs import start_run
+    from provisioning.core.runs import start_run
     from tests import factories
 
     node = factories.make_node(rack=rack, position=20)

@@ -14,8 +14,8 @@ from fleet.choices import EventKind
 from fleet.enrollment_csv import enroll_csv
 from fleet.models import Event, Node
 from lab.hall import LabHall
-from provisioning.bmc import client_for
-from provisioning.enrollment import EnrollmentError, enroll_node
+from provisioning.intake.enrollment import EnrollmentError, enroll_node
+from provisioning.redfish.bmc import client_for
 from tests import factories
 from tests.fleet.test_bmc_password import _node_form
 from tests.fleet.test_enrollment_csv import HEADER

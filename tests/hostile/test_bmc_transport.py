@@ -17,11 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from provisioning.redfish import RedfishClient
-from provisioning.redfish.errors import (
-    AuthenticationRefused,
-    ConfigurationError,
-    RequestRejected,
-)
+from provisioning.redfish.errors import AuthenticationRefused, ConfigurationError, RequestRejected
 
 PASSWORD = "plain-Http-Pass"
 ROOT = {

@@ -10,7 +10,7 @@ from django.test import Client
 
 from acceptance import uploads
 from acceptance.models import GateResult
-from provisioning.agent_sessions import CheckIn, check_in
+from provisioning.agents.sessions import CheckIn, check_in
 from provisioning.models import AgentSession
 from tests.api.conftest import client_for
 from tests.factories import make_node

@@ -19,8 +19,8 @@ from agent import boot_args
 from fleet import refusals
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event
-from provisioning import ipxe_guard
-from provisioning.boot_credentials import arm_for_boot, ephemeral_credential, mint_host_credential
+from provisioning.boot import ipxe_guard
+from provisioning.boot.credentials import arm_for_boot, ephemeral_credential, mint_host_credential
 from provisioning.choices import RunStatus
 from provisioning.models import AgentSession, BootCredential
 from tests.factories import make_node

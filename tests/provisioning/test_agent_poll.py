@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from provisioning import agent_link
-from provisioning.agent_sessions import CheckIn, check_in, poll, poll_interval
+from provisioning.agents import link as agent_link
+from provisioning.agents.sessions import CheckIn, check_in, poll, poll_interval
 from provisioning.models import AgentCommand, AgentSession
 from tests.support.scenes import booted_secret, make_run
 
@@ -19,9 +19,7 @@ def polling(settings, node):
     settings.GREENLIGHT_AGENT_IDLE_POLL_S = 30.0
     settings.GREENLIGHT_TIME_SCALE = 1.0
     run = make_run(node, phases_done=2)
-    claim = CheckIn(
-        node.serial, node.mac_addresses, "b1", "ephemeral", booted_secret(run)
-    )
+    claim = CheckIn(node.serial, node.mac_addresses, "b1", "ephemeral", booted_secret(run))
     session, _ = check_in(claim)
     return run, session
 

@@ -12,9 +12,9 @@ from django.test import Client
 
 from fleet.choices import EventKind
 from fleet.models import Event
-from provisioning import agent_link
-from provisioning.agent_sessions import CheckIn, check_in
-from provisioning.boot_credentials import (
+from provisioning.agents import link as agent_link
+from provisioning.agents.sessions import CheckIn, check_in
+from provisioning.boot.credentials import (
     arm_for_boot,
     ephemeral_credential,
     mint_host_credential,

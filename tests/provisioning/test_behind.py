@@ -1,4 +1,4 @@
-"""Which nodes are behind their SKU's published manifest (provisioning.behind)."""
+"""Which nodes are behind their SKU's published manifest (provisioning.day2.behind)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from fleet.choices import NodeState
 from fleet.lifecycle import transition
 from fleet.models import Node
-from provisioning.behind import behind_nodes, behind_of, by_rack, is_behind, with_manifests
 from provisioning.choices import RunStatus
+from provisioning.day2.behind import behind_nodes, behind_of, by_rack, is_behind, with_manifests
 from provisioning.models import Run
 from tests import factories
 from tests.support.scenes import walk

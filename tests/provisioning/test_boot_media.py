@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bootimage import MARKER
-from provisioning.boot_media import (
+from provisioning.boot.media import (
     BootMediaError,
     boot_platforms,
     build_node_iso,

@@ -14,13 +14,13 @@ import pytest
 from django.utils import timezone
 
 from lab.hall import LabHall
-from provisioning.bmc import session_pool
 from provisioning.choices import Stage
+from provisioning.core.phases import PHASES_BY_NAME
+from provisioning.core.phases.base import PhaseContext
 from provisioning.models import AgentSession, PhaseRecord, Run
 from provisioning.outcomes import Done, Wait
-from provisioning.phases import PHASES_BY_NAME
-from provisioning.phases.base import PhaseContext
 from provisioning.redfish import PowerAction
+from provisioning.redfish.bmc import session_pool
 from tests.factories import make_node
 from tests.redfish.conftest import lab_client
 

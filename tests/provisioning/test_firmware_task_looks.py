@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from provisioning.phases.oob import TASK_LOOK_MAX_S, TASK_LOOK_MIN_S, TASK_LOOK_S, next_task_look_s
+from provisioning.core.phases.oob import (
+    TASK_LOOK_MAX_S,
+    TASK_LOOK_MIN_S,
+    TASK_LOOK_S,
+    next_task_look_s,
+)
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from provisioning import firmware_targets
-from provisioning.phases import PHASES_BY_NAME
-from provisioning.phases.base import PhaseContext
+from provisioning.core import firmware_targets
+from provisioning.core.phases import PHASES_BY_NAME
+from provisioning.core.phases.base import PhaseContext
 
 SHA = "a" * 64
 NVME = {

@@ -7,7 +7,7 @@ import pytest
 
 from fleet.choices import ComponentSource, EventKind
 from fleet.models import Component, Event
-from provisioning.inventory import compare, record_inband, record_oob
+from provisioning.core.inventory import compare, record_inband, record_oob
 from provisioning.redfish import FirmwareItem
 from tests.factories import make_node
 

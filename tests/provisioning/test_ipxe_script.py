@@ -8,8 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agent import boot_args
-from provisioning.boot_credentials import arm_for_boot, ephemeral_credential, ephemeral_for_mac
-from provisioning.boot_path import BootMethod, boot_method
+from provisioning.boot.credentials import arm_for_boot, ephemeral_credential, ephemeral_for_mac
+from provisioning.boot.path import BootMethod, boot_method
 from tests.factories import make_node
 from tests.support.scenes import booted_secret, make_run
 

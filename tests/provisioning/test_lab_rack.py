@@ -13,8 +13,8 @@ import pytest
 
 from lab.fault_mix import CAUGHT_BY  # the layer that must catch each hardware fault
 from lab.run import LabRun, LabRunConfig, healthy_ok
+from provisioning.core.phases import PHASE_NAMES
 from provisioning.models import PhaseRecord
-from provisioning.phases import PHASE_NAMES
 
 FIRMWARE_PHASES = [p for p in PHASE_NAMES if p.endswith("_firmware")]
 OOB_FIRMWARE = ["bmc_firmware", "bios_firmware", "hgx_firmware"]

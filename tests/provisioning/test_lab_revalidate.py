@@ -10,8 +10,8 @@ from fleet.choices import NodeState
 from fleet.models import Node
 from fleet.roles import FLEET_ADMIN
 from lab.run import LabRun, LabRunConfig
-from provisioning import moves
 from provisioning.choices import PhaseStatus, RunKind, RunStatus
+from provisioning.day2 import moves
 from provisioning.models import Run
 from tests import factories
 

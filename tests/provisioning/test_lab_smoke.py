@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from fleet.models import Component, Event, Node
 from lab.run import LabRun, LabRunConfig
-from provisioning.audit import audit_node
+from provisioning.core.audit import audit_node
 from provisioning.models import AgentCommand, PhaseRecord
 
 

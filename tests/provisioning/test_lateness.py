@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from provisioning.engine import excuse_lateness
+from provisioning.core.engine import excuse_lateness
 from provisioning.models import PhaseRecord, Run
 from tests.factories import make_node
 

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from agent import boot_args
-from provisioning import boot_path
-from provisioning.boot_credentials import ephemeral_credential, secret_of
-from provisioning.boot_media import read_iso_file
+from provisioning.boot import path as boot_path
+from provisioning.boot.credentials import ephemeral_credential, secret_of
+from provisioning.boot.media import read_iso_file
 from tests.factories import make_node
 from tests.provisioning.test_boot_media import base_iso  # noqa: F401 - a real hybrid ISO
 from tests.support.scenes import make_run

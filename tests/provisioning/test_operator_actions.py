@@ -8,8 +8,8 @@ from django.core.exceptions import PermissionDenied
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Node
 from provisioning.choices import PhaseStatus, RunStatus
+from provisioning.core.runs import RunError, abort_run, retry_run, skip_phase, start_run
 from provisioning.models import PhaseRecord, Run
-from provisioning.runs import RunError, abort_run, retry_run, skip_phase, start_run
 
 
 @pytest.fixture

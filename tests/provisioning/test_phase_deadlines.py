@@ -16,11 +16,11 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from provisioning.agent_sessions import CheckIn, check_in
+from provisioning.agents.sessions import CheckIn, check_in
 from provisioning.choices import PhaseStatus, RunStatus
-from provisioning.engine import advance
+from provisioning.core.engine import advance
+from provisioning.core.runs import start_run
 from provisioning.models import PhaseRecord, Run
-from provisioning.runs import start_run
 from tests.support.scenes import booted_secret
 
 pytestmark = pytest.mark.django_db

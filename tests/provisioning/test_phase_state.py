@@ -3,7 +3,7 @@ a record written before a key existed reads as the default, and other keys are k
 
 from __future__ import annotations
 
-from provisioning.phase_state import (
+from provisioning.core.phase_state import (
     FirmwarePush,
     Flash,
     FlashedDevices,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from provisioning.core.phases.base import PhaseContext
+from provisioning.core.phases.oob import take_power_slot
 from provisioning.models import PhaseRecord, Run
-from provisioning.phases.base import PhaseContext
-from provisioning.phases.oob import take_power_slot
 from tests.factories import make_node, make_rack
 
 

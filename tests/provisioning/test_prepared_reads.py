@@ -10,9 +10,9 @@ from django.db import connection
 from common.prepared_reads import PreparedRead
 from fleet.models import Node
 from provisioning.choices import PhaseStatus
-from provisioning.engine import NEXT_RECORD, RUN_FOR_STEP
+from provisioning.core.engine import NEXT_RECORD, RUN_FOR_STEP
+from provisioning.core.runs import start_run
 from provisioning.models import AgentCommand, PhaseRecord, Run
-from provisioning.runs import start_run
 from tests import factories
 
 
@@ -103,7 +103,7 @@ def test_the_live_session_is_the_newest_unrevoked_one_of_the_environment(node):
 
     from django.utils import timezone
 
-    from provisioning.agent_link import live_session
+    from provisioning.agents.link import live_session
     from provisioning.models import AgentSession
 
     def session(boot: str, environment: str, minutes_ago: int, revoked=False, of=node):

@@ -6,11 +6,11 @@ import pytest
 from django.utils import timezone
 
 from lab.hall import LabHall
-from provisioning.bmc import session_pool
+from provisioning.core.phases.base import PhaseContext
+from provisioning.core.phases.common import reboot_into
 from provisioning.models import PhaseRecord, Run
-from provisioning.phases.base import PhaseContext
-from provisioning.phases.common import reboot_into
 from provisioning.redfish import errors
+from provisioning.redfish.bmc import session_pool
 from tests.factories import make_node
 
 

@@ -7,13 +7,13 @@ import pytest
 from acceptance.choices import Verdict
 from acceptance.gates import GateName
 from acceptance.models import GateResult
-from provisioning import redaction
-from provisioning.agent_sessions import CheckIn, check_in
+from provisioning.agents import redaction
+from provisioning.agents.sessions import CheckIn, check_in
 from provisioning.choices import CommandStatus, Stage
+from provisioning.core.phases import PHASES_BY_NAME
+from provisioning.core.phases.base import PhaseContext
 from provisioning.models import AgentCommand, BootCredential, PhaseRecord
 from provisioning.outcomes import Failure
-from provisioning.phases import PHASES_BY_NAME
-from provisioning.phases.base import PhaseContext
 from tests import factories
 from tests.support.scenes import booted_secret, make_run
 

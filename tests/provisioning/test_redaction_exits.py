@@ -30,19 +30,19 @@ from acceptance.uploads import upload_output
 from fleet.choices import EventKind
 from fleet.models import Event, Node
 from fleet.webhooks import state_change_payload
-from provisioning.agent_sessions import CheckIn, check_in
-from provisioning.boot_credentials import (
+from provisioning.agents.redaction import REDACTED
+from provisioning.agents.sessions import CheckIn, check_in
+from provisioning.boot.credentials import (
     arm_for_boot,
     ephemeral_credential,
     mint_host_credential,
     secret_of,
 )
 from provisioning.choices import CommandStatus, PhaseStatus, RunStatus
-from provisioning.engine import advance
+from provisioning.core.engine import advance
+from provisioning.core.phase_state import SoakState
+from provisioning.core.runs import start_run
 from provisioning.models import AgentCommand, AgentSession, PhaseRecord, Run
-from provisioning.phase_state import SoakState
-from provisioning.redaction import REDACTED
-from provisioning.runs import start_run
 from tests import factories
 from tests.redfish.servers import mockup_answers, serve
 from tests.redfish.static import CAPTURES

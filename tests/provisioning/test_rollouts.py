@@ -1,4 +1,4 @@
-"""Rolling upgrades (provisioning.rollouts): a concurrency limit, failures that stop nothing
+"""Rolling upgrades (provisioning.day2.rollouts): a concurrency limit, failures that stop nothing
 else, a crash that loses nothing, pause, resume and cancel."""
 
 from __future__ import annotations
@@ -13,20 +13,12 @@ from django.utils import timezone
 from fleet.choices import DocumentStatus, NodeState
 from fleet.lifecycle import transition
 from fleet.models import Node
-from provisioning.choices import (
-    PhaseStatus,
-    RolloutNodeStatus,
-    RolloutState,
-    RunKind,
-    RunStatus,
-)
-from provisioning.completion import complete_run
-from provisioning.engine import fail_run
-from provisioning.models import PhaseRecord, Rollout, RolloutNode, Run
-from provisioning.outcomes import Done, Wait
-from provisioning.phases import phase_for
-from provisioning.phases.base import PhaseContext
-from provisioning.rollouts import (
+from provisioning.choices import PhaseStatus, RolloutNodeStatus, RolloutState, RunKind, RunStatus
+from provisioning.core.completion import complete_run
+from provisioning.core.engine import fail_run
+from provisioning.core.phases import phase_for
+from provisioning.core.phases.base import PhaseContext
+from provisioning.day2.rollouts import (
     RolloutRefused,
     advance_open_rollouts,
     advance_rollout,
@@ -37,6 +29,8 @@ from provisioning.rollouts import (
     resume_rollout,
     start_rollout,
 )
+from provisioning.models import PhaseRecord, Rollout, RolloutNode, Run
+from provisioning.outcomes import Done, Wait
 from provisioning.schedulers.lab import DRAIN_SECONDS
 from provisioning.tasks import sweep as sweep_task
 from tests import factories

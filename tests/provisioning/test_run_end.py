@@ -1,4 +1,4 @@
-"""The run core's one exit (provisioning/run_end.py): every end of a run, every reopening and every
+"""The run core's one exit (provisioning/core/run_end.py): every end of a run, every reopening and every
 move of a node in or out of service tells the day-2 followers, in the order ProvisioningConfig
 declared; a follower registered here is told too, and can be removed; and the modules that end
 runs (engine, runs, completion, decisions) import none of the day-2 modules they used to call."""
@@ -14,13 +14,16 @@ from acceptance import decisions
 from acceptance.models import AcceptanceProfile
 from fleet.choices import NodeState
 from fleet.models import Node
-from provisioning import rollout_nudge, run_end, scheduler_sync, session_ends, suspect, wipes
+from provisioning import scheduler_sync
 from provisioning.choices import PhaseStatus, RunKind, RunStatus
-from provisioning.completion import complete_run
-from provisioning.engine import fail_run
+from provisioning.core import run_end, session_ends
+from provisioning.core.completion import complete_run
+from provisioning.core.engine import fail_run
+from provisioning.core.run_end import How, RunEnding
+from provisioning.core.runs import abort_run, retry_run
+from provisioning.day2 import rollouts, suspect
+from provisioning.day2.wipes import certificates as wipes
 from provisioning.models import PhaseRecord, Run
-from provisioning.run_end import How, RunEnding
-from provisioning.runs import abort_run, retry_run
 from tests.factories import make_node
 from tests.support.scenes import awaiting_node, make_run, walk
 
@@ -33,30 +36,20 @@ DECLARED = (
     suspect.follow_run_end,
     session_ends.follow_run_end,
     scheduler_sync.follow_run_end,
-    rollout_nudge.follow_run_end,
+    rollouts.follow_run_end,
 )
 FOLLOWING_MODULES = [follower.__module__ for follower in DECLARED]
 
 # What the day-2 wing holds: the run core tells it through run_end and never imports it.
 DAY_2_MODULES = frozenset(
-    f"provisioning.{name}"
-    for name in (
-        "wipes",
-        "wipe_requests",
-        "suspect",
-        "rollouts",
-        "rollout_nudge",
-        "behind",
-        "scheduler_sync",
-        "scheduler_calls",
-        "session_ends",
-    )
+    ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for path in (ROOT / "provisioning" / "day2").rglob("*.py")
 )
 RUN_CORE_FILES = (
-    "provisioning/engine.py",
-    "provisioning/runs.py",
-    "provisioning/completion.py",
-    "provisioning/run_end.py",
+    "provisioning/core/engine.py",
+    "provisioning/core/runs.py",
+    "provisioning/core/completion.py",
+    "provisioning/core/run_end.py",
     "acceptance/decisions.py",
 )
 
@@ -213,10 +206,10 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def test_the_walk_resolves_relative_and_absolute_imports():
-    found = imported_modules(ROOT / "provisioning" / "engine.py")
-    assert "provisioning.run_end" in found  # `from .run_end import ...`
+    found = imported_modules(ROOT / "provisioning" / "core" / "engine.py")
+    assert "provisioning.core.run_end" in found  # `from .run_end import ...`
     assert "fleet.models" in found  # `from fleet.models import ...`
-    assert "provisioning.clock" in found  # `from . import clock`
+    assert "provisioning.clock" in found  # `from .. import clock`
 
 
 @pytest.mark.parametrize("path", RUN_CORE_FILES)

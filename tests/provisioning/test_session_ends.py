@@ -12,12 +12,12 @@ from django.test import Client
 from fleet.choices import NodeState
 from fleet.lifecycle import transition
 from fleet.models import Node
-from provisioning.agent_sessions import CheckIn, check_in
-from provisioning.boot_credentials import arm_for_boot, mint_host_credential
-from provisioning.completion import complete_run
-from provisioning.engine import fail_run
+from provisioning.agents.sessions import CheckIn, check_in
+from provisioning.boot.credentials import arm_for_boot, mint_host_credential
+from provisioning.core.completion import complete_run
+from provisioning.core.engine import fail_run
+from provisioning.core.runs import abort_run
 from provisioning.models import AgentSession, Run
-from provisioning.runs import abort_run
 from tests.factories import make_node
 from tests.support.scenes import booted_secret, make_run
 
@@ -40,9 +40,7 @@ def _put(node: Node, state: str) -> None:
 
 
 def _ephemeral_agent(node: Node, run: Run) -> str:
-    claim = CheckIn(
-        node.serial, node.mac_addresses, "boot-1", "ephemeral", booted_secret(run)
-    )
+    claim = CheckIn(node.serial, node.mac_addresses, "boot-1", "ephemeral", booted_secret(run))
     _, token = check_in(claim)
     assert _poll(token).status_code == 200
     return token

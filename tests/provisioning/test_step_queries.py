@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 
 from provisioning.choices import CommandStatus, PhaseStatus, RunStatus
-from provisioning.engine import advance
+from provisioning.core.engine import advance
+from provisioning.core.runs import start_run
 from provisioning.models import AgentCommand, PhaseRecord, Run
-from provisioning.runs import start_run
 
 # Claim the step (read the run, compare-and-set it), read the phase with its command, write the
 # wait, hand the run over. A gate reads its profile only once its tools are done; the soak reads

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from fleet.choices import NodeState
 from provisioning.choices import RunStatus
+from provisioning.core.sweep import SENT_AT_HEADER, queue_lag_s, sweep
 from provisioning.models import Run
-from provisioning.sweep import SENT_AT_HEADER, queue_lag_s, sweep
 from provisioning.tasks import sweep as sweep_task
 from tests import factories
 from tests.support.processes import celery_worker

@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.test import RequestFactory
 
 from fleet.models import Node
-from provisioning.enrollment_admin import enroll_view
+from provisioning.intake.admin import enroll_view
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from fleet.choices import EventKind
 from fleet.models import Event, Node
-from provisioning.enrollment import EnrollmentError, enroll_node
+from provisioning.intake.enrollment import EnrollmentError, enroll_node
 from tests import factories
 
 from .static import CAPTURES, STATIC_BIN, sushy_static

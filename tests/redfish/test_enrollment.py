@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from fleet.choices import ComponentKind, EventKind
 from fleet.models import Component, Event, Node
-from provisioning.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
+from provisioning.intake.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
 from provisioning.redfish.errors import CertificateMismatch
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleet.manifests import DocumentInvalid, parse_manifest
-from provisioning.firmware_targets import at_target, managed, targets
+from provisioning.core.firmware_targets import at_target, managed, targets
 from provisioning.redfish import FirmwareItem
 
 SHA = "a" * 64

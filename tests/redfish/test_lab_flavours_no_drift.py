@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from lab.run import LabRun, LabRunConfig
+from provisioning.core.phases import PHASE_NAMES
 from provisioning.models import PhaseRecord
-from provisioning.phases import PHASE_NAMES
 
 OOB_FIRMWARE = ["bmc_firmware", "bios_firmware", "hgx_firmware"]
 FIRMWARE_PHASES = [p for p in PHASE_NAMES if p.endswith("_firmware")]

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from fleet.models import Node
-from provisioning.enrollment import EnrollmentError, enroll_node
+from provisioning.intake.enrollment import EnrollmentError, enroll_node
 from provisioning.redfish import RedfishClient
 from tests import factories
 

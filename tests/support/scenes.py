@@ -16,10 +16,10 @@ from acceptance.models import GateResult, SoakSample
 from fleet.choices import NodeState
 from fleet.lifecycle import transition
 from fleet.models import Manifest, Node, Rack
-from provisioning.boot_credentials import arm_for_boot, ephemeral_credential, secret_of
+from provisioning.boot.credentials import arm_for_boot, ephemeral_credential, secret_of
 from provisioning.choices import PhaseStatus, RunStatus
+from provisioning.core.phases import PHASES
 from provisioning.models import PhaseRecord, Run
-from provisioning.phases import PHASES
 from tests import factories
 
 S = NodeState

@@ -14,8 +14,8 @@ from fleet.choices import EventKind, NodeState
 from fleet.events import record
 from fleet.models import Node
 from provisioning.choices import RunStatus
+from provisioning.core.phases import PHASES
 from provisioning.models import PhaseRecord
-from provisioning.phases import PHASES
 from tests import factories
 from tests.support import scenes
 

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from acceptance.gates import GateName
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event
-from provisioning.gates import step_name
+from provisioning.core.gates import step_name
 from provisioning.models import Run
 from tests import factories
 from tests.support import scenes

@@ -179,7 +179,7 @@ def test_a_tech_sees_the_audit_and_upload_buttons_a_reader_does_not(client, bob,
 
 
 def test_the_audit_button_runs_the_audit_and_reports_drift(client, bob, dora, scene, monkeypatch):
-    from provisioning import audit
+    from provisioning.core import audit
 
     class Report:
         drifted = [{"component": "BIOS", "matched": False}]

@@ -32,7 +32,7 @@ from bootimage.build import AGENT
 from fleet.choices import NodeState
 from fleet.models import Node
 from lab.vm.run import VmLabConfig, VmLabRun
-from provisioning.gates import step_name
+from provisioning.core.gates import step_name
 from provisioning.models import PhaseRecord
 from tests.vm.test_vm_tier import IMAGE_DIR, _report, _require_tier, _why
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from fleet.choices import NodeState
-from fleet.models import Component, Node
+from fleet.choices import EventKind, NodeState
+from fleet.models import Component, Event, Node
 from lab.vm.packages import missing_packages, missing_python_modules
 from lab.vm.run import VmLabConfig, VmLabRun
 from provisioning.models import AgentSession
@@ -107,5 +107,17 @@ def test_two_vms_reach_awaiting_approval_and_the_second_pass_skips(tmp_path):
             assert summary["final_state"] == NodeState.AWAITING_APPROVAL, _why(summary)
             for phase in ("secure_erase", "os_install"):
                 assert phase in summary["phases_skipped"], _why(summary)
+        # One redemption per boot Greenlight ordered, proven on real reboots: every boot of
+        # both passes (ephemeral, then the installed OS, twice) redeemed its credential once,
+        # and none was refused or contested.
+        serials = [vm.spec.serial for vm in lab.tier.nodes]
+        refused = Event.objects.filter(
+            node__serial__in=serials, kind=EventKind.AGENT_REFUSED, message__contains="credential"
+        )
+        assert not refused.exists(), [e.message for e in refused]
+        for serial in serials:
+            boots = AgentSession.objects.filter(node__serial=serial)
+            assert boots.filter(environment="host_os").count() >= 2, serial
+            assert not Node.objects.get(serial=serial).attention
 
     assert not lab.tier.nodes and not lab.children  # torn down

@@ -13,10 +13,10 @@ from fleet.choices import EventKind, NodeState
 from fleet.lifecycle import transition
 from fleet.models import Event, Node
 from provisioning.choices import CertificateResult, RunStatus, WipeStatus
-from provisioning.completion import complete_run
+from provisioning.core.completion import complete_run
+from provisioning.day2.wipes.certificates import certificate_document, erase_finished
+from provisioning.day2.wipes.requests import request_wipe
 from provisioning.models import Run, WipeCertificate
-from provisioning.wipe_requests import request_wipe
-from provisioning.wipes import certificate_document, erase_finished
 from tests import factories
 
 from .conftest import ALLOCATION, TENANT, drive_report

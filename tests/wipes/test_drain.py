@@ -12,15 +12,15 @@ from django.utils import timezone
 
 from fleet.choices import NodeState
 from provisioning.choices import PhaseStatus
+from provisioning.core.phases import phase_for
+from provisioning.core.phases.base import PhaseContext
+from provisioning.day2.wipes.requests import request_wipe
 from provisioning.models import PhaseRecord
 from provisioning.outcomes import Done, Failure, Skipped, TransientFailure, Wait
-from provisioning.phases import phase_for
-from provisioning.phases.base import PhaseContext
 from provisioning.schedulers import SchedulerError, configured
 from provisioning.schedulers.kubernetes import KubernetesScheduler, blocking_pods
 from provisioning.schedulers.lab import DRAIN_SECONDS
 from provisioning.schedulers.slurm import SlurmScheduler, is_drained_state, parse_node
-from provisioning.wipe_requests import request_wipe
 
 from .conftest import ALLOCATION, TENANT
 

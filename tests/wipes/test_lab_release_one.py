@@ -20,8 +20,8 @@ from fleet.models import Event, Node
 from fleet.roles import FLEET_ADMIN
 from lab.run import LabRun, LabRunConfig
 from provisioning.choices import CertificateResult, RunKind, RunStatus, WipeStatus
+from provisioning.day2.wipes.requests import request_wipe
 from provisioning.models import Run, WipeCertificate
-from provisioning.wipe_requests import request_wipe
 from tests import factories
 
 

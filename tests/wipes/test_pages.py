@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from fleet.choices import NodeState
 from fleet.lifecycle import transition
+from provisioning.day2.wipes.certificates import erase_finished
+from provisioning.day2.wipes.requests import request_wipe
 from provisioning.models import WipeRequest
-from provisioning.wipe_requests import request_wipe
-from provisioning.wipes import erase_finished
 from tests.api.conftest import client_for
 
 from .conftest import ALLOCATION, TENANT, allocated_node, drive_report

@@ -9,8 +9,8 @@ from django.core.exceptions import PermissionDenied
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event
 from provisioning.choices import PhaseStatus, RunKind, RunStatus, WipeStatus
+from provisioning.day2.wipes.requests import WipeRefused, request_wipe
 from provisioning.models import Run, WipeRequest
-from provisioning.wipe_requests import WipeRefused, request_wipe
 
 from .conftest import ALLOCATION, TENANT, allocated_node
 
@@ -129,8 +129,8 @@ def test_people_without_the_permission_are_refused(request, nodes, who):
 
 
 def test_a_wipe_run_that_fails_before_the_erase_fails_its_request_until_retried(alice, nodes):
-    from provisioning.engine import fail_run
-    from provisioning.runs import abort_run, retry_run
+    from provisioning.core.engine import fail_run
+    from provisioning.core.runs import abort_run, retry_run
 
     wipe = request_wipe(nodes, TENANT, ALLOCATION, alice)
     first, second = (Run.objects.get(node=node) for node in nodes)

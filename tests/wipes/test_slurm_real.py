@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 
 from fleet.choices import NodeState
+from provisioning.core.phases import phase_for
 from provisioning.outcomes import Done
-from provisioning.phases import phase_for
 from provisioning.schedulers.slurm import SlurmScheduler, parse_node
 from tests import factories
 from tests.support.slurm import needs_slurm, show, until
@@ -43,8 +43,8 @@ def test_a_running_job_keeps_the_node_draining_until_it_ends(db, rack, slurm):
 
 def test_the_drain_phase_drains_an_idle_slurm_node_at_once(alice, rack, manifest, slurm, settings):
     from provisioning.choices import PhaseStatus
-    from provisioning.phases.base import PhaseContext
-    from provisioning.wipe_requests import request_wipe
+    from provisioning.core.phases.base import PhaseContext
+    from provisioning.day2.wipes.requests import request_wipe
 
     from .conftest import ALLOCATION, TENANT, allocated_node
 

@@ -34,8 +34,8 @@ from fleet.manifests import parse_manifest  # noqa: F401  (the sample must parse
 from fleet.models import Manifest, Node, Rack, Site, Sku
 from fleet.roles import SITE_TECH
 from provisioning.choices import PhaseStatus, RunStatus
+from provisioning.core.phases import PHASES
 from provisioning.models import PhaseRecord, Run
-from provisioning.phases import PHASES
 
 from ... import processes
 

@@ -34,10 +34,10 @@ from fleet.lifecycle import RUN_STARTABLE_STATES
 from fleet.models import Node, Rack, Sku
 from fleet.roles import FLEET_ADMIN
 from lab.fault_mix import announce, demo_plan, fault_options, is_hardware
-from provisioning.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
+from provisioning.core.runs import start_runs
+from provisioning.intake.enrollment import EnrollmentError, enroll_node, repin_bmc_certificate
 from provisioning.redfish import RedfishError
 from provisioning.redfish.tls import normalize_fingerprint
-from provisioning.runs import start_runs
 
 from ... import processes
 
@@ -292,7 +292,7 @@ def seeded_faults(inventory: dict) -> list[str]:
 def enroll_lab_inventory(path: Path) -> tuple[int, list[str]]:
     """Enroll the nodes of a lab inventory into the demo rack, as an operator would.
 
-    Each node is discovered over Redfish (provisioning.enrollment). A restarted lab presents new
+    Each node is discovered over Redfish (provisioning.intake.enrollment). A restarted lab presents new
     BMC certificates; the inventory, written by the lab itself, is the trusted source of the new
     fingerprint, so the demo re-pins explicitly (an event records it) before enrolling again.
     """

@@ -7,7 +7,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.models import Node
-from provisioning.audit import audit_node
+
+from ...core.audit import audit_node
 
 
 class Command(BaseCommand):

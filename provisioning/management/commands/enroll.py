@@ -7,8 +7,8 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
-from provisioning.enrollment import EnrollmentError, enroll_node
-from provisioning.redfish import RedfishError
+from ...intake.enrollment import EnrollmentError, enroll_node
+from ...redfish import RedfishError
 
 PASSWORD_ENV = "GREENLIGHT_BMC_PASSWORD"
 

@@ -8,10 +8,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.choices import ComponentKind
-from provisioning.management import redfish_acts
-from provisioning.management.bmc_options import add_bmc_arguments, bmc_target
-from provisioning.redfish import PowerAction, RedfishClient, RedfishError
-from provisioning.redfish.models import as_dict
+
+from ...redfish import PowerAction, RedfishClient, RedfishError
+from ...redfish.models import as_dict
+from .. import redfish_acts
+from ..bmc_options import add_bmc_arguments, bmc_target
 
 # The acts, with the operands each takes: (fewest, most); None is "any number".
 ACTS: dict[str, tuple[int, int | None]] = {

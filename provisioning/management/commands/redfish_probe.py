@@ -6,9 +6,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from provisioning.management.bmc_options import add_bmc_arguments, bmc_target
-from provisioning.redfish import RedfishError
-from provisioning.redfish.probe import probe
+from ...redfish import RedfishError
+from ...redfish.probe import probe
+from ..bmc_options import add_bmc_arguments, bmc_target
 
 
 class Command(BaseCommand):

@@ -1,0 +1,284 @@
+"""Agent check-in, authentication and polling: a token per node and per boot, and nothing more.
+
+A check-in must present a live boot credential (see boot_credentials): serial and MACs alone earn
+nothing and revoke nothing. The first check-in of a boot gets the token; a second one claiming
+the same boot is refused. A new boot revokes the node's older sessions, so a token of an old boot
+is refused, and a token is only ever accepted for its own node. Refusals are events, bounded by
+fleet.refusals: a flood of them from one source within a minute is one event with a count.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from fleet.choices import EventKind
+from fleet.events import record as record_event
+from fleet.events import truncate
+from fleet.models import Node
+from fleet.refusals import record_refusal
+
+from .. import clock
+from ..boot import credentials as boot_credentials
+from ..boot.credentials import derive_token, hash_token
+from ..choices import ACTIVE_RUN_STATUSES, AgentEnvironment, CommandStatus
+from ..models import AgentCommand, AgentSession, BootCredential, Run
+from ..scheduling import nudge
+from .link import silence_after
+
+# Caller-provided text kept in a refusal's reason (the 403 answer and the event).
+REFUSAL_TEXT_LIMIT = 200
+# No agent is asked to poll more often than this, however fast the clock runs.
+MIN_POLL_S = 0.1
+# Node seconds after a check-in or a finished command in which the next command is expected;
+# past them, an agent with nothing to do polls this many times less often.
+RECENT_ACTIVITY_S = 120.0
+SETTLED_POLL_FACTOR = 5
+
+
+# Who stops what a contested credential served: the run core registers it at ready()
+# (core/contests.py). Each returns the reason shown on the node, or None when the redemption
+# is only refused.
+ContestSettler = Callable[[BootCredential, str, str], "str | None"]
+_CONTEST_SETTLERS: list[ContestSettler] = []
+
+
+def on_contest(settler: ContestSettler) -> None:
+    """Have `settler` stop what a contested credential served (once, whatever the calls)."""
+    if settler not in _CONTEST_SETTLERS:
+        _CONTEST_SETTLERS.append(settler)
+
+
+def settle_contest(credential: BootCredential, boot_id: str, remote: str) -> str | None:
+    """Tell the settlers of a contested credential; the first reason one gives."""
+    reasons = [settler(credential, boot_id, remote) for settler in _CONTEST_SETTLERS]
+    return next((r for r in reasons if r), None)
+
+
+class AgentRefusal(Exception):
+    """An agent's request that must be refused (HTTP 403); the reason goes to the event log."""
+
+
+class AgentUnauthenticated(AgentRefusal):
+    """No live token: none, an unknown one, or one whose session ended (HTTP 401)."""
+
+
+@dataclass(frozen=True)
+class CheckIn:
+    serial: str
+    macs: list[str]
+    boot_id: str
+    environment: str
+    credential: str
+    inventory: dict[str, Any] = field(default_factory=dict)
+
+
+def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
+    """Redeem the boot credential, issue this boot's token, revoke the node's older boots."""
+    if claim.environment not in AgentEnvironment.values:
+        _refuse(None, f"check-in for unknown environment {_clip(claim.environment)!r}", remote)
+    try:
+        credential = boot_credentials.redeem(claim.credential, claim.environment, claim.boot_id)
+    except boot_credentials.CredentialContested as exc:
+        reason = settle_contest(exc.credential, claim.boot_id, remote)
+        _refuse(exc.credential.node, reason or _not_ordered(exc.credential), remote)
+    except boot_credentials.CredentialNotArmed as exc:
+        _refuse(exc.credential.node, _not_ordered(exc.credential), remote)
+    if credential is None:
+        # Nothing is looked up by serial here: a claim without the secret learns nothing.
+        _refuse(None, "check-in without a live boot credential", remote)
+    node = credential.node
+    if claim.serial != node.serial:
+        _refuse(
+            node, f"boot credential of {node.serial} presented by {_clip(claim.serial)!r}", remote
+        )
+    known = {boot_credentials.normalise_mac(m) for m in node.mac_addresses} - {""}
+    claimed = {boot_credentials.normalise_mac(m) for m in claim.macs}
+    if known and not known & claimed:
+        _refuse(node, "check-in MACs match none of the node's recorded MACs", remote)
+    nonce = secrets.token_hex(16)
+    token = derive_token(node.pk, claim.boot_id, nonce)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            session = AgentSession.objects.create(
+                node=node,
+                boot_id=claim.boot_id,
+                environment=claim.environment,
+                credential=credential,
+                token_hash=hash_token(token),
+                nonce=nonce,
+                inventory=claim.inventory,
+                inventory_at=now,
+                expected_by=now + silence_after(poll_interval(node.pk)),
+            )
+            older = AgentSession.objects.filter(node=node, revoked_at__isnull=True)
+            older.exclude(pk=session.pk).update(revoked_at=now)
+            AgentCommand.objects.filter(
+                node=node, status__in=(CommandStatus.QUEUED, CommandStatus.SENT)
+            ).exclude(session=session).update(status=CommandStatus.LOST, finished_at=now)
+            record_event(
+                node,
+                EventKind.AGENT_CHECKIN,
+                actor_label=f"agent:{node.serial}",
+                message=f"agent checked in ({claim.environment}, boot {claim.boot_id[:8]})",
+                data={"boot_id": claim.boot_id, "environment": claim.environment},
+            )
+    except IntegrityError:
+        _refuse(
+            node, f"boot {_clip(claim.boot_id)} already checked in; its token was issued", remote
+        )
+    nudge_runs_of(node)
+    return session, token
+
+
+def authenticate(header: str, *, remote: str = "", path: str = "") -> AgentSession:
+    """The live session a bearer token speaks for, or AgentRefusal."""
+    token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
+    if not token:
+        _refuse(
+            None, f"agent request without a token ({_clip(path)})", remote, AgentUnauthenticated
+        )
+    session = (
+        AgentSession.objects.select_related("node").filter(token_hash=hash_token(token)).first()
+    )
+    if session is None:
+        _refuse(
+            None,
+            f"agent request with an unknown token ({_clip(path)})",
+            remote,
+            AgentUnauthenticated,
+        )
+    if session.revoked_at is not None:
+        # Revoked by a newer boot, by the end of its run, or by the node's move (session_ends).
+        _refuse(
+            session.node,
+            f"token of an ended session (boot {session.boot_id[:8]}, an old boot or a finished "
+            f"run) used for {_clip(path)}",
+            remote,
+            AgentUnauthenticated,
+        )
+    return session
+
+
+def command_for(session: AgentSession, command_id: int, *, remote: str = "") -> AgentCommand:
+    """The command a session may report on: its own node's, of its own boot."""
+    command = AgentCommand.objects.select_related("node").filter(pk=command_id).first()
+    if command is None:
+        _refuse(session.node, f"report on unknown command {command_id}", remote)
+    if command.node_id != session.node_id:
+        _refuse(
+            command.node,
+            f"agent of node {session.node.serial} reported on a command of {command.node.serial}",
+            remote,
+        )
+    if command.session_id != session.pk:
+        _refuse(session.node, f"report on command {command_id} of another boot", remote)
+    return command
+
+
+def poll(session: AgentSession, known: set[int]) -> tuple[list[dict[str, Any]], float]:
+    """The commands this boot's agent should run now (marked sent), and when to ask again.
+
+    A command already sent that the agent does not list as known was lost on the way (the
+    answer to an earlier poll never arrived): it is sent again. The agent never runs an id twice.
+    """
+    now = timezone.now()
+    pending = list(
+        AgentCommand.objects.filter(
+            session=session, status__in=(CommandStatus.QUEUED, CommandStatus.SENT)
+        )
+        .order_by("pk")
+        .values("pk", "kind", "params", "status")
+    )
+    deliver = [c for c in pending if c["status"] == CommandStatus.QUEUED or c["pk"] not in known]
+    queued = [c["pk"] for c in deliver if c["status"] == CommandStatus.QUEUED]
+    if queued:
+        AgentCommand.objects.filter(pk__in=queued, status=CommandStatus.QUEUED).update(
+            status=CommandStatus.SENT, sent_at=now
+        )
+    poll_s = poll_interval(session.node_id)
+    seen(session, poll_s)
+    commands = [
+        {"id": c["pk"], "kind": c["kind"], "params": boot_credentials.with_secrets(c["params"])}
+        for c in deliver
+    ]
+    return commands, poll_s
+
+
+def seen(session: AgentSession, poll_s: float) -> None:
+    """The agent was here now and was told to come back in `poll_s`."""
+    now = timezone.now()
+    AgentSession.objects.filter(pk=session.pk).update(
+        last_seen_at=now, expected_by=now + silence_after(poll_s)
+    )
+
+
+def poll_interval(node_id: int) -> float:
+    """Seconds until the agent should ask again.
+
+    Short right after its boot checked in or its last command finished, when the run's next
+    command usually follows; longer while a command of it is running (the result is pushed, and
+    a pushed result wakes the agent's next poll at once) or while an out-of-band phase keeps the
+    run busy elsewhere; long when the node has no run. The short and middle intervals run on
+    Greenlight's clock, so the lab's compressed time keeps commands in proportion.
+    """
+    if not Run.objects.filter(node_id=node_id, status__in=ACTIVE_RUN_STATUSES).exists():
+        return settings.GREENLIGHT_AGENT_IDLE_POLL_S
+    commands = AgentCommand.objects.filter(node_id=node_id)
+    if commands.filter(status=CommandStatus.SENT).exists():
+        return settings.GREENLIGHT_AGENT_IDLE_POLL_S
+    recent = timezone.now() - clock.real_delta(RECENT_ACTIVITY_S)
+    fresh_boot = AgentSession.objects.filter(node_id=node_id, created_at__gte=recent).exists()
+    if fresh_boot or commands.filter(finished_at__gte=recent).exists():
+        return max(settings.GREENLIGHT_AGENT_POLL_S / clock.scale(), MIN_POLL_S)
+    return max(SETTLED_POLL_FACTOR * settings.GREENLIGHT_AGENT_POLL_S / clock.scale(), MIN_POLL_S)
+
+
+def record_inventory(session: AgentSession, inventory: dict[str, Any]) -> None:
+    """Keep what the agent reported of its node: the in-band phases observe through it."""
+    AgentSession.objects.filter(pk=session.pk).update(
+        inventory=inventory, inventory_at=timezone.now(), last_seen_at=timezone.now()
+    )
+
+
+def nudge_runs_of(node: Node) -> None:
+    """Look at the node's active run now instead of at its next scheduled look."""
+    active = Run.objects.filter(node=node, status__in=ACTIVE_RUN_STATUSES).order_by()
+    for run_id in active.values_list("pk", flat=True):
+        nudge(run_id)
+
+
+def _not_ordered(credential: BootCredential) -> str:
+    return (
+        f"{credential.environment} boot credential presented with no boot of the node ordered by "
+        "Greenlight since its last check-in (the node rebooted on its own, or someone else holds it)"
+    )
+
+
+def _clip(text: str) -> str:
+    return truncate(text, REFUSAL_TEXT_LIMIT)
+
+
+def _refuse(
+    node: Node | None,
+    reason: str,
+    remote: str = "",
+    refusal: type[AgentRefusal] = AgentRefusal,
+) -> None:
+    """Record the refusal (bounded per source and minute: fleet.refusals) and raise it."""
+    record_refusal(
+        EventKind.AGENT_REFUSED,
+        source=remote or "unknown",
+        message=reason,
+        node=node,
+        data={"remote": remote},
+        actor_label=f"agent@{remote}" if remote else "agent",
+    )
+    raise refusal(_clip(reason))
