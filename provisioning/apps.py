@@ -9,13 +9,9 @@ class ProvisioningConfig(AppConfig):
     def ready(self) -> None:
         from fleet.lifecycle import node_moved
 
-        from . import (
-            checks,  # noqa: F401  (registers the scheduler check; needs the app registry)
-            scheduler_sync,
-        )
         from .agents import sessions
         from .core import contests, erase_reports, run_end, session_ends
-        from .day2 import rollouts, suspect
+        from .day2 import rollouts, scheduler_sync, suspect
         from .day2.wipes import certificates as wipes
 
         # A node's move ends the agent sessions its new state does not need (fleet cannot call

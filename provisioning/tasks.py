@@ -10,10 +10,10 @@ from .core.sweep import queue_lag_s, stamp_sent_at
 from .core.sweep import sweep as sweep_runs
 from .day2 import rollouts
 from .day2.rollouts import ADVANCE_ROLLOUT_TASK
-from .redfish.bmc import session_pool
 
 # Declared beside the call it makes; imported here, where Celery's autodiscovery looks for tasks.
-from .scheduler_calls import tell_scheduler_task
+from .day2.scheduler_calls import tell_scheduler_task
+from .redfish.bmc import session_pool
 from .scheduling import ADVANCE_RUN_TASK
 
 SWEEP_TASK = "provisioning.tasks.sweep"

@@ -247,7 +247,7 @@ PROVISIONING_FLOORS: tuple[tuple[str, ...], ...] = (
     ("boot",),  # the boot plane: credentials, media, images, boot path, what nodes fetch
     ("agents",),  # the agent channel: sessions, command queue, logs, redaction, agent API
     ("core",),  # the run core: engine, phases, runs and their one exit, plans, gates, sweep
-    ("intake", "day2", "scheduler_sync", "scheduler_calls"),  # enrolling; the day-2 wing
+    ("intake", "day2"),  # enrolling nodes; the day-2 wing that follows the run core's exit
     ("admin", "apps", "checks", "management", "tasks", "urls", "views", ""),  # the wiring
 )
 FLOOR_OF = {name: row for row, names in enumerate(PROVISIONING_FLOORS) for name in names}

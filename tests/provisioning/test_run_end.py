@@ -14,14 +14,13 @@ from acceptance import decisions
 from acceptance.models import AcceptanceProfile
 from fleet.choices import NodeState
 from fleet.models import Node
-from provisioning import scheduler_sync
 from provisioning.choices import PhaseStatus, RunKind, RunStatus
 from provisioning.core import run_end, session_ends
 from provisioning.core.completion import complete_run
 from provisioning.core.engine import fail_run
 from provisioning.core.run_end import How, RunEnding
 from provisioning.core.runs import abort_run, retry_run
-from provisioning.day2 import rollouts, suspect
+from provisioning.day2 import rollouts, scheduler_sync, suspect
 from provisioning.day2.wipes import certificates as wipes
 from provisioning.models import PhaseRecord, Run
 from tests.factories import make_node

@@ -9,7 +9,11 @@ from django.urls import reverse
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Node
 from greenlight.celery import app as celery_app
-from provisioning.scheduler_calls import TELL_SCHEDULER_TASK, tell_scheduler, tell_scheduler_task
+from provisioning.day2.scheduler_calls import (
+    TELL_SCHEDULER_TASK,
+    tell_scheduler,
+    tell_scheduler_task,
+)
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -22,7 +22,7 @@ from kombu.exceptions import OperationalError
 
 from fleet.models import Node
 
-from .core.run_end import How, RunEnding
+from ..core.run_end import How, RunEnding
 from .scheduler_calls import CORDON, RESUME, ask_a_person, tell_scheduler_task
 
 __all__ = ["CORDON", "RESUME", "admitted", "follow_run_end", "pulled_from_service"]

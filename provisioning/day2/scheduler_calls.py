@@ -15,7 +15,7 @@ from fleet.choices import EventKind
 from fleet.events import record as record_event
 from fleet.models import Node
 
-from . import schedulers
+from .. import schedulers
 
 logger = logging.getLogger(__name__)
 
