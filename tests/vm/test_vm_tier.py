@@ -13,11 +13,13 @@ import os
 import re
 from pathlib import Path
 
+import libvirt
 import pytest
 from django.conf import settings
 
 from fleet.choices import EventKind, NodeState
 from fleet.models import Component, Event, Node
+from lab.vm import libvirt_host
 from lab.vm.packages import missing_packages, missing_python_modules
 from lab.vm.run import VmLabConfig, VmLabRun
 from provisioning.models import AgentSession
@@ -100,6 +102,12 @@ def test_two_vms_reach_awaiting_approval_and_the_second_pass_skips(tmp_path):
             assert "gate:storage" in summary["phases_run"], _why(summary)
             assert AgentSession.objects.filter(node=node, environment="host_os").exists()
 
+        # Switched off between passes, as a PDU would: the second pass's power-on is a boot
+        # Greenlight orders, which re-arms the installed OS's credential for its second boot.
+        with libvirt.open(libvirt_host.URI) as conn:
+            for vm in lab.tier.nodes:
+                conn.lookupByUUIDString(vm.uuid).destroy()
+
         second = lab.run_pass()
         _report("pass 2", second)
         assert second["finished"], [_why(n) for n in second["nodes"]]
@@ -108,8 +116,8 @@ def test_two_vms_reach_awaiting_approval_and_the_second_pass_skips(tmp_path):
             for phase in ("secure_erase", "os_install"):
                 assert phase in summary["phases_skipped"], _why(summary)
         # One redemption per boot Greenlight ordered, proven on real reboots: every boot of
-        # both passes (ephemeral, then the installed OS, twice) redeemed its credential once,
-        # and none was refused or contested.
+        # both passes (the ephemeral environment, the installed OS, and the installed OS again
+        # after the power-on) redeemed its credential once, and none was refused or contested.
         serials = [vm.spec.serial for vm in lab.tier.nodes]
         refused = Event.objects.filter(
             node__serial__in=serials, kind=EventKind.AGENT_REFUSED, message__contains="credential"
