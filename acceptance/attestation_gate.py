@@ -91,7 +91,7 @@ class AttestationGate(Phase):
         thresholds = ATTESTATION.thresholds_with(profile_thresholds(ctx, GATE))
         if ctx.record.stage == Stage.TPM_KEYS:
             return self.challenge(ctx, outputs, thresholds)
-        challenge = (ctx.record.compared or {}).get("challenge")
+        challenge = (ctx.record.resume or {}).get("challenge")
         verdict = judge_attestation(
             outputs.get("attestation", ""), ctx.manifest, thresholds, challenge
         )
@@ -123,8 +123,8 @@ class AttestationGate(Phase):
         except TpmToolsMissing as exc:
             verdict = GateVerdict(Verdict.ERROR, error=str(exc))
             return self.conclude(ctx, outputs, verdict)
-        ctx.record.compared = {**(ctx.record.compared or {}), "challenge": challenge.to_dict()}
-        ctx.record.save(update_fields=["compared"])
+        ctx.record.resume = {**(ctx.record.resume or {}), "challenge": challenge.to_dict()}
+        ctx.record.save(update_fields=["resume"])
         step = {"step": "quote", "nonce": challenge.nonce, "selection": challenge.selection,
                 "credential": credential}  # fmt: skip
         return self.send(ctx, step, Stage.TPM_QUOTE)

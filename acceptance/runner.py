@@ -105,7 +105,7 @@ class GatePhase(Phase):
         thresholds = profile_thresholds(ctx, gate.name)
         if ctx.record.stage == Stage.RESETTING:
             if command.status == CommandStatus.FAILED:
-                parts = ", ".join(GpuResets.of(ctx.record.compared).parts) or "GPU"
+                parts = ", ".join(GpuResets.of(ctx.record.resume).parts) or "GPU"
                 return Failure(
                     f"{gate.name}: the GPU reset failed: {output_tail(command, 300)}",
                     component=parts,
@@ -120,7 +120,7 @@ class GatePhase(Phase):
         # them. The output itself is kept as sent, and redacted where it is read.
         redact = redactor_for(ctx.node, relayed_by(command))
         verdict = judge(gate, ctx, redact.tree(outputs), thresholds)
-        already = list(GpuResets.of(ctx.record.compared).parts)
+        already = list(GpuResets.of(ctx.record.resume).parts)
         if verdict.verdict == Verdict.PASS:
             to_reset = [p for p in verdict.reset_required if p not in already and gpu_index(p) >= 0]
             if to_reset:
@@ -151,8 +151,8 @@ class GatePhase(Phase):
         A recurrence after the reset is a fault the XID parser calls critical, so the rerun
         fails the part; the same single XID in the kernel log is then the one already cleared.
         """
-        ctx.record.compared = GpuResets(tuple(reset)).into(ctx.record.compared)
-        ctx.record.save(update_fields=["compared"])
+        ctx.record.resume = GpuResets(tuple(reset)).into(ctx.record.resume)
+        ctx.record.save(update_fields=["resume"])
         return send_command(
             ctx, protocol.RESET_GPUS, {"gpus": [gpu_index(p) for p in now]}, Stage.RESETTING
         )

@@ -72,7 +72,7 @@ class SoakGate(Phase):
         # Whole sampling intervals, so the last sample falls at (or past) the soak's end.
         total_s = math.ceil(used["soak_hours"] * 3600 / interval) * interval
         chunk_s = max(interval, total_s // CHUNKS // interval * interval)
-        state = SoakState.of(ctx.record.compared)
+        state = SoakState.of(ctx.record.resume)
         done_s = state.soaked_s
         if ctx.record.stage == Stage.NONE:
             self.result(ctx, used)  # the soak shows as running from its first chunk
@@ -116,10 +116,10 @@ class SoakGate(Phase):
             )
         if end_s >= total_s:
             if verdict.verdict == Verdict.PASS:
-                soaked = SoakState(soaked_s=end_s, wanted_s=total_s).as_compared()
+                soaked = SoakState(soaked_s=end_s, wanted_s=total_s).as_json()
                 return Done(compared={"verdict": "pass", **soaked})
             return Failure(f"{self.gate.name}: cannot judge: {verdict.error}", component="node")
-        ctx.set_stage(Stage.NONE, compared=SoakState(end_s, None, total_s).as_compared())
+        ctx.set_stage(Stage.NONE, resume=SoakState(end_s, None, total_s).as_json())
         return Wait(1, f"soaked {soak_progress(end_s, total_s).words}")
 
     def result(self, ctx: PhaseContext, used: dict[str, float]) -> GateResult:
@@ -134,8 +134,8 @@ class SoakGate(Phase):
     def next_chunk(
         self, ctx: PhaseContext, start_s: int, length_s: int, interval: int, total_s: int
     ) -> Outcome:
-        ctx.record.compared = SoakState(start_s, start_s + length_s, total_s).as_compared()
-        ctx.record.save(update_fields=["compared"])
+        ctx.record.resume = SoakState(start_s, start_s + length_s, total_s).as_json()
+        ctx.record.save(update_fields=["resume"])
         tools = [
             {
                 "tool": "soak",

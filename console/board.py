@@ -115,11 +115,11 @@ def rack_slots(rack: Rack, node_ids: set[int] | None = None) -> list[Slot]:
         )
         # A long phase (a soak, a BMC update task) moves the bar by its own progress.
         current = {
-            run_id: progress.of_phase(compared)
-            for run_id, compared in PhaseRecord.objects.filter(
+            run_id: progress.of_phase(resume)
+            for run_id, resume in PhaseRecord.objects.filter(
                 run_id__in=[r.pk for r in runs],
                 status__in=[PhaseStatus.RUNNING, PhaseStatus.WAITING],
-            ).values_list("run_id", "compared")
+            ).values_list("run_id", "resume")
         }
         for run in runs:
             slot = slots[run.node_id]

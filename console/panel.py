@@ -87,7 +87,7 @@ def timeline(run: Run | None, loaded: list[PhaseRecord] | None = None) -> list[P
                 changes=[c for c in (rec.changes if rec else []) if isinstance(c, dict)],
                 error=rec.error if rec else "",
                 wait_reason=rec.wait_reason if rec else "",
-                progress=progress.of_phase(rec.compared) if rec and status in STUCK else None,
+                progress=progress.of_phase(rec.resume) if rec and status in STUCK else None,
                 log_record=log_of(rec),
             )
         )
@@ -192,7 +192,7 @@ def gate_rows(results: list[GateResult], records: list[PhaseRecord] | None = Non
                 bars=shown,
                 other_metrics=other,
                 findings=[f for f in (r.findings or []) if isinstance(f, dict)],
-                progress=progress.of_phase(record.compared) if record else None,
+                progress=progress.of_phase(record.resume) if record else None,
                 log_record=log_of(by_phase.get(step_name(r.gate))),
             )
         )
@@ -291,7 +291,7 @@ def node_panel(node: Node) -> Panel:
     under_way = next((r for r in records if r.status in STUCK), None)
     stuck = under_way.phase if under_way else ""
     active = run is not None and run.status in ACTIVE_RUN_STATUSES
-    current = progress.of_phase(under_way.compared) if under_way else None
+    current = progress.of_phase(under_way.resume) if under_way else None
     return Panel(
         node=node,
         run=run,

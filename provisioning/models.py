@@ -111,6 +111,11 @@ class PhaseRecord(models.Model):
     )
     stage_started_at = models.DateTimeField(null=True, blank=True)
     compared = models.JSONField(default=dict, blank=True, help_text="What observe/diff saw")
+    # What the phase keeps between its looks (core/phase_state's types): a push's task, a
+    # soak's progress, a GPU reset. Apart from `compared`, which only shows what was seen.
+    resume = models.JSONField(
+        default=dict, blank=True, help_text="The phase's state between looks, to resume from"
+    )
     changes = models.JSONField(
         default=list, blank=True, help_text="[{component, from, to}] applied by this phase"
     )

@@ -1,10 +1,10 @@
 """The workflow state a phase keeps between its looks, typed: the one reader and writer of it.
 
-A phase keeps this state in its record's `compared` JSON, beside what observe/diff saw, so a
-phase resumed after a crash reads what it already did from its own row. Each kind of state is a
-frozen dataclass whose fields are its schema: `of(compared)` reads it (defaults where an older
-record lacks a key), `into(compared)` returns the record's JSON with it written. No other code
-names these keys.
+A phase keeps this state in its record's `resume` JSON (apart from `compared`, which shows what
+observe/diff saw), so a phase resumed after a crash reads what it already did from its own row.
+Each kind of state is a frozen dataclass whose fields are its schema: `of(resume)` reads it
+(defaults where an older record lacks a key), `into(resume)` returns the record's JSON with it
+written. No other code names these keys.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class SoakState:
             wanted_s=int(kept.get("wanted_s", 0)),
         )
 
-    def as_compared(self) -> Compared:
+    def as_json(self) -> Compared:
         """The state as the record keeps it."""
         kept: Compared = {"soaked_s": self.soaked_s, "wanted_s": self.wanted_s}
         return kept if self.chunk_end_s is None else {**kept, "chunk_end_s": self.chunk_end_s}

@@ -39,12 +39,12 @@ def soak(soaked_s: float, wanted_s: float) -> Progress:
     return Progress(soaked_s / 3600, wanted_s / 3600, "h")
 
 
-def of_phase(compared: dict[str, Any] | None) -> Progress | None:
-    """The progress a phase record's `compared` carries, if its phase reports any."""
-    soaked = SoakState.of(compared)
+def of_phase(resume: dict[str, Any] | None) -> Progress | None:
+    """The progress a phase record's `resume` state carries, if its phase reports any."""
+    soaked = SoakState.of(resume)
     if soaked.wanted_s:
         return soak(soaked.soaked_s, soaked.wanted_s)
-    percent = FirmwarePush.of(compared).task_percent
+    percent = FirmwarePush.of(resume).task_percent
     if percent is not None:
         return Progress(float(percent), 100.0, "%")
     return None

@@ -124,7 +124,7 @@ def test_a_node_attests_and_its_ek_is_bound_on_first_use(node, profile, golden_m
         ctx = gate_ctx(node, golden_manifest)
         outcome, quote = attest(ctx, hw, golden_manifest)
     assert isinstance(outcome, Done), outcome
-    challenge = ctx.record.compared["challenge"]
+    challenge = ctx.record.resume["challenge"]
     assert quote["nonce"] == challenge["nonce"] and quote["selection"].startswith("sha256:0,")
     binding = TpmBinding.objects.get(node=node)
     assert binding.ek_sha256 == challenge["ek_sha256"]

@@ -24,7 +24,7 @@ def test_phase_limits(node, manifest, profile, phase, at_least):
 
 def test_the_soak_state_reads_back_what_it_keeps():
     between = SoakState(soaked_s=7200, wanted_s=259200)
-    assert between.as_compared() == {"soaked_s": 7200, "wanted_s": 259200}
+    assert between.as_json() == {"soaked_s": 7200, "wanted_s": 259200}
     chunk = SoakState(7200, 50400, 259200)
-    assert SoakState.of(chunk.as_compared()) == chunk
+    assert SoakState.of(chunk.as_json()) == chunk
     assert SoakState.of({}) == SoakState()

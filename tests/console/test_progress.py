@@ -43,7 +43,7 @@ def _soaking(rack) -> Run:
         phase=SOAK,
         order=len(PHASES) + len(gates),
         status=PhaseStatus.WAITING,
-        compared={"soaked_s": 36 * 3600, "chunk_end_s": 48 * 3600, "wanted_s": 72 * 3600},
+        resume={"soaked_s": 36 * 3600, "chunk_end_s": 48 * 3600, "wanted_s": 72 * 3600},
     )
     Run.objects.filter(pk=run.pk).update(current_phase=SOAK, status=RunStatus.WAITING)
     GateResult.objects.create(
@@ -73,7 +73,7 @@ def test_a_node_in_its_soak_is_not_shown_as_all_but_done(rack, manifest):
 def test_a_bmc_update_task_shows_its_percent_in_the_timeline(rack, manifest):
     (node,) = scenes.build_rack(rack, {NodeState.PROVISIONING: 1})
     record = PhaseRecord.objects.filter(run__node=node, status=PhaseStatus.RUNNING).get()
-    PhaseRecord.objects.filter(pk=record.pk).update(compared={"task_percent": 40})
+    PhaseRecord.objects.filter(pk=record.pk).update(resume={"task_percent": 40})
     row = next(p for p in node_panel(node).phases if p.name == record.phase)
     assert row.progress.words == "40% of the update task" and row.progress.percent == 40
 

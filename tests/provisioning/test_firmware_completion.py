@@ -60,7 +60,7 @@ def _pushed(hall, bmc, manifest, component: str) -> PhaseContext:
     record = PhaseRecord.objects.create(
         run=run, phase=f"{component}_firmware", order=1, status="running",
         started_at=timezone.now(), stage=Stage.UPDATING, bmc_task=staged.task_monitor or "",
-        stage_started_at=timezone.now(), compared={"from": entry.version},
+        stage_started_at=timezone.now(), resume={"from": entry.version},
     )  # fmt: skip
     return PhaseContext(run=run, node=node, record=record, manifest=manifest.spec)
 

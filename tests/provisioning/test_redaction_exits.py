@@ -267,8 +267,8 @@ def test_the_soaks_result_and_the_runs_last_error(relayed, printed):
     kernel_log = f"[  812.5] NVRM: Xid (PCI:0000:18:00): {printed.replace(chr(10), ' ')}\n"
     outputs = {"soak": json.dumps([sample]), "xid": kernel_log}
     # The chunk under way ends past the soak's length: this look judges the whole soak.
-    ended = SoakState(0, 10**9, 10**9).as_compared()
-    run = judged(run, session, "gate:burn_in", "soaking", {"outputs": outputs}, compared=ended)
+    ended = SoakState(0, 10**9, 10**9).as_json()
+    run = judged(run, session, "gate:burn_in", "soaking", {"outputs": outputs}, resume=ended)
     result = GateResult.objects.get(run=run, gate="burn_in")
     assert "unreadable Xid line" in result.metrics["error"]
     assert_clean(result.metrics["error"], secrets)

@@ -131,7 +131,7 @@ def test_a_tpm_vm_attests_against_golden_values_and_a_changed_initramfs_or_repla
             passed.raw_output["attestation"],
             failed.run.manifest.spec,
             passed.thresholds,
-            gate.compared["challenge"],
+            gate.resume["challenge"],
         )
         codes = {f.code for f in replayed.findings}
         assert replayed.verdict == Verdict.FAIL and codes & {"nonce", "ak_changed"}, codes

@@ -159,8 +159,8 @@ class InbandFirmware(Phase):
             tail = output_last_line(command)
             return Failure(f"{device}: firmware update failed: {tail}", component=device)
         flashed = FlashedDevices.from_agent(result.get("flashed") or [])
-        ctx.record.compared = flashed.into(ctx.record.compared)
-        ctx.record.save(update_fields=["compared"])
+        ctx.record.resume = flashed.into(ctx.record.resume)
+        ctx.record.save(update_fields=["resume"])
         if not flashed.flashed:
             return Skipped(ctx.record.compared)
         if result.get("needs_power_cycle"):
@@ -190,7 +190,7 @@ class InbandFirmware(Phase):
                 component=behind[0].component,
             )
         Node.objects.filter(pk=ctx.node.pk).update(attention="")
-        changes = [f.as_change() for f in FlashedDevices.of(ctx.record.compared).flashed]
+        changes = [f.as_change() for f in FlashedDevices.of(ctx.record.resume).flashed]
         return Done(changes=changes, compared=ctx.record.compared)
 
 

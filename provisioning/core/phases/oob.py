@@ -113,15 +113,14 @@ class PowerOn(Phase):
         if power == PowerState.POWERING_ON:
             return Wait(10, "powering on")
         if ctx.stage_elapsed() > 60:
-            tries = PowerOnRequests.of(ctx.record.compared).sent
+            tries = PowerOnRequests.of(ctx.record.resume).sent
             if tries >= POWER_ON_RETRIES:
                 return Failure(
                     f"the BMC accepted {tries} power-on requests and the node stayed off",
                     component="bmc",
                 )
             # Some iDRAC firmware answers 204 to the first power-on and ignores it.
-            ctx.record.compared = PowerOnRequests(tries + 1).into(None)
-            ctx.set_stage(Stage.RAMPING, compared=ctx.record.compared)
+            ctx.set_stage(Stage.RAMPING, resume=PowerOnRequests(tries + 1).into(None))
             bmc.reset(PowerAction.ON)
         return Wait(10, f"powering on (the BMC reports {power})")
 
@@ -156,7 +155,7 @@ def take_power_slot(ctx: PhaseContext) -> bool:
             ).count()
             if ramping >= settings.GREENLIGHT_POWER_ON_BATCH:
                 return False
-        ctx.set_stage(Stage.RAMPING, compared={"power_on_requests": 1})
+        ctx.set_stage(Stage.RAMPING, resume=PowerOnRequests(1).into(None))
     return True
 
 
@@ -251,9 +250,8 @@ class OobFirmware(Phase):
         # at the next reset: if the worker dies (or the answer is lost) between the BMC accepting
         # the update and the receipt being saved below, the next look finds that task in
         # resume_push and follows it, instead of flashing the component a second time.
-        compared = FirmwarePush(from_version=items[0].version).into(compared)
         before = FirmwarePush(items[0].version, tuple(ctx.bmc().task_members()))
-        ctx.set_stage(Stage.PUSHING, bmc_task="", compared=before.into(compared))
+        ctx.set_stage(Stage.PUSHING, bmc_task="", compared=compared, resume=before.into(None))
         # The image is fetched (and checked against its sha256) only if the BMC takes no
         # ImageURI or refuses it: GB200 and Supermicro take a multipart push of the bytes.
         staged = ctx.bmc().update_firmware(
@@ -263,7 +261,8 @@ class OobFirmware(Phase):
             targets=[items[0].odata_id],
             kind=self.kind,
         )
-        ctx.set_stage(Stage.UPDATING, bmc_task=staged.task_monitor or "", compared=compared)
+        pushed = FirmwarePush(from_version=items[0].version).into(None)
+        ctx.set_stage(Stage.UPDATING, bmc_task=staged.task_monitor or "", resume=pushed)
         return Wait(TASK_LOOK_S, f"BMC updating {self.kind} to {target['version']}")
 
     def resume_push(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
@@ -273,13 +272,13 @@ class OobFirmware(Phase):
         that push's: follow it. No new task means the BMC never took the request; start again
         (which observes the inventory first, so a component already at the target is skipped).
         """
-        push = FirmwarePush.of(ctx.record.compared)
+        push = FirmwarePush.of(ctx.record.resume)
         before = set(push.tasks_before or ())
         new = [task for task in ctx.bmc().task_members() if task not in before]
         if not new:
             return self.start(ctx, target)
-        pushed = FirmwarePush(from_version=push.from_version).into(ctx.record.compared)
-        ctx.set_stage(Stage.UPDATING, bmc_task=new[-1], compared=pushed)
+        pushed = FirmwarePush(from_version=push.from_version).into(ctx.record.resume)
+        ctx.set_stage(Stage.UPDATING, bmc_task=new[-1], resume=pushed)
         return self.poll(ctx, target)
 
     def look(self, ctx: PhaseContext) -> update_tracking.UpdateLook:
@@ -292,9 +291,9 @@ class OobFirmware(Phase):
             ctx.record.save(update_fields=["bmc_task"])
         if seen.percent is not None and seen.progress is Progress.RUNNING:
             # Kept for the panel's and the slot's bar (provisioning.core.progress).
-            push = replace(FirmwarePush.of(ctx.record.compared), task_percent=seen.percent)
-            ctx.record.compared = push.into(ctx.record.compared)
-            ctx.record.save(update_fields=["compared"])
+            push = replace(FirmwarePush.of(ctx.record.resume), task_percent=seen.percent)
+            ctx.record.resume = push.into(ctx.record.resume)
+            ctx.record.save(update_fields=["resume"])
         return seen
 
     def poll(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
@@ -377,7 +376,7 @@ class OobFirmware(Phase):
         pairs = self.managed(ctx, inventory)
         items = [item for item, _ in pairs]
         record_oob(ctx.node, inventory)
-        before = FirmwarePush.of(ctx.record.compared).from_version
+        before = FirmwarePush.of(ctx.record.resume).from_version
         if pairs and all(firmware_targets.at_target(item, wanted) for item, wanted in pairs):
             return Done(
                 changes=[{"component": self.kind, "from": before, "to": target["version"]}],
