@@ -169,7 +169,7 @@ def _findings(gpu: dict) -> list[Finding]:
 
 
 def _link_findings(gpu: dict, finding) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     width, width_max = gpu.get("pcie_width_current"), gpu.get("pcie_width_max")
     if not _under_load(gpu):
         return out

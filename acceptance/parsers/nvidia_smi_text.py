@@ -151,7 +151,8 @@ def _gpu(bus: str, tree: dict, position: int) -> dict:
     power = tree.get("GPU Power Readings") or tree.get("Power Readings") or {}
     ecc = tree.get("ECC Errors") or {}
     retired = tree.get("Retired Pages") if isinstance(tree.get("Retired Pages"), dict) else {}
-    link = tree.get("GPU Link Info") if isinstance(tree.get("GPU Link Info"), dict) else {}
+    found = tree.get("GPU Link Info")
+    link: dict = found if isinstance(found, dict) else {}
     gen = link.get("PCIe Generation") or {}
     width = link.get("Link Width") or {}
     return {
