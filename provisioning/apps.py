@@ -9,6 +9,7 @@ class ProvisioningConfig(AppConfig):
     def ready(self) -> None:
         from fleet.lifecycle import node_moved
 
+        from . import checks  # noqa: F401  (registers the scheduler check; needs the app registry)
         from .agents import sessions
         from .core import contests, erase_reports, run_end, session_ends
         from .day2 import rollouts, scheduler_sync, suspect
