@@ -160,9 +160,9 @@ class BootCredential(models.Model):
     # Names the per-node boot medium in URLs (the ISO a BMC fetches): unguessable, not the secret.
     media_key = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(default=timezone.now)
-    # Set when Greenlight orders a boot this credential serves, cleared by the boot's redemption:
-    # one redemption per boot Greenlight ordered (see boot_credentials.redeem).
-    armed_at = models.DateTimeField(null=True, blank=True)
+    # Redemptions left: one per boot Greenlight ordered that this credential serves, taken by
+    # that boot's check-in (see boot.credentials.redeem).
+    boots_armed = models.PositiveSmallIntegerField(default=0)
     used_at = models.DateTimeField(null=True, blank=True)
     # The boot that redeemed it last: the same boot asking again is a lost answer, not a thief.
     redeemed_boot = models.CharField(max_length=64, blank=True, default="")

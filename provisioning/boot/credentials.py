@@ -22,7 +22,8 @@ from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Least
 from django.utils import timezone
 
 from fleet.models import Node
@@ -125,14 +126,20 @@ class CredentialContested(CredentialNotArmed):
     """A second boot redeemed the credential after the boot Greenlight ordered had done so."""
 
 
+# Ordered boots a credential may be redeemed for before one checks in: a reset repeated while
+# the first is slow boots the node twice, and both boots are Greenlight's.
+MAX_BOOTS_ARMED = 3
+
+
 def arm_for_boot(node_id: int, environments: Iterable[str] | None = None) -> int:
     """Greenlight is about to boot the node: its live credentials for `environments` (all when
-    None) may each be redeemed once by the boot. Called before the reset, so a quick boot finds
-    it armed; a reset that then fails leaves one redemption open, never more. How many."""
+    None) may each be redeemed once more. Called before the reset, so a quick boot finds it
+    armed; a reset that then fails leaves a redemption open, at most MAX_BOOTS_ARMED. How many."""
     live = BootCredential.objects.filter(node_id=node_id, revoked_at__isnull=True)
     if environments is not None:
         live = live.filter(environment__in=list(environments))
-    return live.update(armed_at=timezone.now())
+    # Bounded: a reset the BMC accepted but never carried out must not stockpile redemptions.
+    return live.update(boots_armed=Least(F("boots_armed") + 1, MAX_BOOTS_ARMED))
 
 
 def redeem(secret: str, environment: str, boot_id: str = "") -> BootCredential | None:
@@ -151,21 +158,21 @@ def redeem(secret: str, environment: str, boot_id: str = "") -> BootCredential |
     if credential.run is not None and credential.environment == AgentEnvironment.EPHEMERAL:
         if credential.run.status not in ACTIVE_RUN_STATUSES:
             return None
-    now = timezone.now()
-    # One conditional update: of two boots racing for one arming, exactly one wins.
-    taken = BootCredential.objects.filter(pk=credential.pk, armed_at__isnull=False).update(
-        armed_at=None, used_at=now, redeemed_boot=boot_id[:64]
-    )
-    if taken:
-        credential.armed_at, credential.used_at, credential.redeemed_boot = None, now, boot_id
-        return credential
-    credential.refresh_from_db(fields=["armed_at", "used_at", "redeemed_boot"])
-    if credential.used_at is None:
-        raise CredentialNotArmed(credential)
     if boot_id and credential.redeemed_boot == boot_id[:64]:
         # The boot that redeemed it asks again (its answer was lost): the check-in refuses a
-        # second token for one boot on its own.
+        # second token for one boot on its own, and no other boot's redemption is spent.
         return credential
+    now = timezone.now()
+    # One conditional update: of two boots racing for one arming, exactly one wins.
+    taken = BootCredential.objects.filter(pk=credential.pk, boots_armed__gt=0).update(
+        boots_armed=F("boots_armed") - 1, used_at=now, redeemed_boot=boot_id[:64]
+    )
+    if taken:
+        credential.used_at, credential.redeemed_boot = now, boot_id
+        return credential
+    credential.refresh_from_db(fields=["boots_armed", "used_at", "redeemed_boot"])
+    if credential.used_at is None:
+        raise CredentialNotArmed(credential)
     raise CredentialContested(credential)
 
 
@@ -174,7 +181,7 @@ def contest(credential: BootCredential) -> int:
     more) and so are the sessions it earned. How many sessions ended."""
     now = timezone.now()
     with transaction.atomic():
-        type(credential).objects.filter(pk=credential.pk).update(revoked_at=now, armed_at=None)
+        type(credential).objects.filter(pk=credential.pk).update(revoked_at=now, boots_armed=0)
         return credential.sessions.filter(revoked_at__isnull=True).update(revoked_at=now)
 
 
@@ -208,7 +215,7 @@ def ephemeral_for_mac(mac: str) -> BootCredential | None:
     live = BootCredential.objects.select_related("node", "run__manifest").filter(
         holds,
         environment=AgentEnvironment.EPHEMERAL,
-        armed_at__isnull=False,
+        boots_armed__gt=0,
         revoked_at__isnull=True,
         run__status__in=ACTIVE_RUN_STATUSES,
     )

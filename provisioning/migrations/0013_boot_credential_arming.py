@@ -12,8 +12,8 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name='bootcredential',
-            name='armed_at',
-            field=models.DateTimeField(blank=True, null=True),
+            name='boots_armed',
+            field=models.PositiveSmallIntegerField(default=0),
         ),
         migrations.AddField(
             model_name='bootcredential',

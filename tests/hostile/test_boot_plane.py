@@ -20,7 +20,12 @@ from fleet import refusals
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event
 from provisioning.boot import ipxe_guard
-from provisioning.boot.credentials import arm_for_boot, ephemeral_credential, mint_host_credential
+from provisioning.boot.credentials import (
+    MAX_BOOTS_ARMED,
+    arm_for_boot,
+    ephemeral_credential,
+    mint_host_credential,
+)
 from provisioning.choices import RunStatus
 from provisioning.models import AgentSession, BootCredential
 from tests.factories import make_node
@@ -138,6 +143,30 @@ def test_a_reboot_greenlight_orders_rearms_the_credential_once(provisioning_node
     assert _poll(real, second.json()["token"]).status_code == 200
     run.refresh_from_db()
     assert run.status != RunStatus.ABORTED
+
+
+def test_two_reboots_greenlight_ordered_are_two_redemptions_and_no_more(provisioning_node):
+    # A reset repeated while the first boot was slow boots the node twice: both are Greenlight's.
+    node, real, other = provisioning_node, _client(), _client()
+    run = make_run(node, phases_done=2)
+    secret = booted_secret(run)
+    arm_for_boot(node.pk, ["ephemeral"])
+
+    assert _checkin(real, node, secret, "slow-boot").status_code == 200
+    assert _checkin(real, node, secret, "second-boot").status_code == 200
+    third = _checkin(other, node, secret, "third-boot")
+
+    assert third.status_code == 403 and "someone else redeemed" in third.json()["error"]
+
+
+def test_resets_that_never_happened_stockpile_no_redemptions(provisioning_node):
+    node = provisioning_node
+    run = make_run(node, phases_done=2)
+    booted_secret(run)
+    for _ in range(10):
+        arm_for_boot(node.pk)
+    credential = BootCredential.objects.get(run=run)
+    assert credential.boots_armed == MAX_BOOTS_ARMED
 
 
 def test_a_credential_never_armed_is_refused_and_contests_nothing(provisioning_node):
