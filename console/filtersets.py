@@ -70,6 +70,29 @@ class NodeFilterSet(django_filters.FilterSet):
         return queryset.filter(Q(state_changed_at__gte=value) | Exists(recent))
 
 
+class FirmwareFilterSet(django_filters.FilterSet):
+    """The nodes the fleet firmware view counts: by site, rack, SKU and state. Decommissioned
+    nodes have left the fleet and are counted only when a state filter asks for them."""
+
+    state = django_filters.MultipleChoiceFilter(choices=NodeState.choices)
+    site = IdFilter(field_name="rack__site")
+    site_name = django_filters.CharFilter(field_name="rack__site__name")
+    rack = IdFilter(field_name="rack")
+    rack_name = django_filters.CharFilter(field_name="rack__name")
+    sku = IdFilter(field_name="sku")
+    sku_name = django_filters.CharFilter(field_name="sku__name")
+
+    class Meta:
+        model = Node
+        fields: list[str] = []
+
+    def filter_queryset(self, queryset):
+        queryset = super().filter_queryset(queryset)
+        if not self.form.cleaned_data.get("state"):
+            queryset = queryset.exclude(state=NodeState.DECOMMISSIONED)
+        return queryset
+
+
 class DocumentFilterSet(django_filters.FilterSet):
     sku = IdFilter(field_name="sku")
     sku_name = django_filters.CharFilter(field_name="sku__name")

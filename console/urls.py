@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import rollout_views, views
+from . import firmware_views, rollout_views, views
 
 # The paths are the ones the pages always had, so bookmarks keep working; only the names moved
 # from the "fleet" namespace (the app the pages lived in once) to the console's own.
@@ -26,6 +26,7 @@ urlpatterns = [
     path(
         "phase-records/<int:pk>/log/download/", views.phase_log_download, name="phase-log-download"
     ),
+    path("firmware/", firmware_views.firmware_view, name="firmware"),
     path("rollouts/", rollout_views.rollout_list, name="rollouts"),
     path("rollouts/<int:pk>/", rollout_views.rollout_detail, name="rollout"),
     path("rollouts/<int:pk>/<slug:verb>/", rollout_views.rollout_steer, name="rollout-steer"),

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import DefaultRouter
 
 from ..metrics import metrics_view
-from . import alertmanager, gate_views, rollout_views, run_views, views
+from . import alertmanager, firmware_views, gate_views, rollout_views, run_views, views
 
 router = DefaultRouter()
 # The fleet.
@@ -17,6 +17,7 @@ router.register("skus", views.SkuViewSet)
 router.register("nodes", views.NodeViewSet)
 router.register("manifests", views.ManifestViewSet)
 router.register("events", views.EventViewSet)
+router.register("firmware", firmware_views.FirmwareViewSet, basename="firmware")
 # Provisioning.
 router.register("runs", run_views.RunViewSet)
 router.register("wipe-requests", run_views.WipeRequestViewSet)
@@ -31,6 +32,11 @@ router.register("decisions", gate_views.DecisionViewSet)
 v1 = [
     # Before the router, so "export.csv" is not read as a node id.
     path("nodes/export.csv", views.NodeCsvExportView.as_view(), name="node-export-csv"),
+    path(
+        "firmware/export.csv",
+        firmware_views.FirmwareCsvExportView.as_view(),
+        name="firmware-export-csv",
+    ),
     *router.urls,
 ]
 

@@ -7,8 +7,9 @@ A NetBox error on one object is recorded against that object and the sync goes o
 that hang off a failed one (a rack's devices, a device's interfaces) are skipped and counted.
 
 What NetBox cannot say precisely (validating versus provisioning) goes into custom fields:
-greenlight_state, greenlight_manifest_version and greenlight_last_verdict on devices, and
-greenlight_firmware on inventory items. They are created if missing.
+greenlight_state, greenlight_manifest_version, greenlight_last_verdict and
+greenlight_board_firmware (the running version of each part not pushed as an item: BMC, BIOS, HGX
+baseboard...) on devices, and greenlight_firmware on inventory items. They are created if missing.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ DEVICE_CUSTOM_FIELDS = {
     "greenlight_state": "Greenlight lifecycle state",
     "greenlight_manifest_version": "Greenlight manifest version",
     "greenlight_last_verdict": "Greenlight last acceptance verdict",
+    "greenlight_board_firmware": "Board firmware (Greenlight)",
 }
 ITEM_CUSTOM_FIELDS = {"greenlight_firmware": "Firmware version (Greenlight)"}
 ROLE_NAME = "GPU node"
@@ -374,6 +376,7 @@ class NetBoxSync:
             "greenlight_state": node.state,
             "greenlight_manifest_version": node.manifest.version if node.manifest_id else None,
             "greenlight_last_verdict": getattr(node, "last_verdict", None),
+            "greenlight_board_firmware": board_firmware(node),
         }
         return {
             "name": name,
@@ -484,6 +487,17 @@ class NetBoxSync:
                 desired,
                 {"discovered": True},
             )
+
+
+def board_firmware(node: Node) -> str | None:
+    """The running version of each part of a node that is no inventory item ("BMC 7.10.30.00;
+    BIOS 2.3.5"), from its prefetched components; None when it has none."""
+    parts = [
+        f"{c.slot} {c.firmware_version}"
+        for c in node.components.all()
+        if c.kind not in INVENTORY_KINDS and c.firmware_version
+    ]
+    return "; ".join(parts) or None
 
 
 def _macs(values: Iterable[Any]) -> list[str]:

@@ -49,6 +49,7 @@ def test_first_sync_creates_the_fleet(fleet, netbox):
         "greenlight_state": "quarantined",
         "greenlight_manifest_version": "1.0.0",
         "greenlight_last_verdict": "fail",
+        "greenlight_board_firmware": "BMC 7.10.30.00",
     }
     assert devices["SN-SERVED"]["status"]["value"] == "active"
     assert devices["SN-NEW"]["status"]["value"] == "planned"
@@ -72,7 +73,7 @@ def test_second_sync_writes_nothing(fleet, netbox):
     report = run_sync(netbox)
     assert report.writes == 0 and report.errors == []
     assert len(netbox.changelog) == writes
-    assert report.unchanged == 4 + 6 + 4 * (1 + 1 + 5)  # custom fields, parents, devices
+    assert report.unchanged == 5 + 6 + 4 * (1 + 1 + 5)  # custom fields, parents, devices
     assert all(method == "GET" for method, _ in netbox.requests[-10:])
 
 
