@@ -1,7 +1,8 @@
-"""Django admin of provisioning: runs, wipes and certificates, read-only; enrollment from a BMC.
+"""Django admin of provisioning: runs, read-only; enrollment from a BMC; and the admins of the
+day-2 wing (manifests with their rollouts, wipes), registered by importing them here.
 
-Runs and wipes are started through the UI and the API, which go through the engine; an admin form
-writing these rows directly would bypass it.
+Runs are started through the UI and the API, which go through the engine; an admin form writing
+these rows directly would bypass it.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
+from common.admin import ReadOnlyMixin
 from fleet.admin import NodeAdmin
 from fleet.models import Node
 
 from .day2 import manifest_admin  # noqa: F401 - registers the manifest admin with its rollouts
+from .day2.wipes import admin as wipes_admin  # noqa: F401 - registers the wipes' admin
 from .intake.admin import enroll_view
-from .models import PhaseRecord, Run, WipeCertificate, WipeRequest
+from .models import PhaseRecord, Run
 
 # The fleet's node admin, plus the page that enrolls a node by Redfish discovery of its BMC:
 # enrollment is the pipeline's (provisioning.intake.enrollment), and the fleet sits below it.
@@ -34,17 +37,6 @@ class EnrollingNodeAdmin(NodeAdmin):
         return enroll_view(request, self.admin_site)
 
 
-class ReadOnlyMixin:
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-
 class PhaseRecordInline(ReadOnlyMixin, admin.TabularInline):
     model = PhaseRecord
     extra = 0
@@ -60,18 +52,3 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["node"]
     search_fields = ["node__serial"]
     inlines = [PhaseRecordInline]
-
-
-@admin.register(WipeRequest)
-class WipeRequestAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["tenant", "allocation_ref", "status", "requested_by", "created_at"]
-    list_filter = ["status"]
-    search_fields = ["tenant", "allocation_ref"]
-
-
-@admin.register(WipeCertificate)
-class WipeCertificateAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["node", "wipe_request", "result", "started_at", "finished_at"]
-    list_filter = ["result"]
-    list_select_related = ["node", "wipe_request"]
-    search_fields = ["node__serial", "wipe_request__tenant"]

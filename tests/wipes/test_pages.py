@@ -147,3 +147,10 @@ def test_charlie_reads_no_certificate(client, charlie, certificate):
     assert client.get(reverse("provisioning:certificate", args=[certificate.pk])).status_code == 403
     url = reverse("provisioning:certificate-json", args=[certificate.pk])
     assert client.get(url).status_code == 403
+
+
+def test_the_wipes_admin_lists_requests_and_certificates_read_only(admin_client):
+    # Registered by the day-2 wing (provisioning/day2/wipes/admin.py), through provisioning's admin.
+    for model in ("wiperequest", "wipecertificate"):
+        assert admin_client.get(f"/admin/provisioning/{model}/").status_code == 200
+        assert admin_client.get(f"/admin/provisioning/{model}/add/").status_code == 403
