@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
+from common.admin import ReadOnlyMixin
 from fleet.admin_documents import VersionedDocumentAdminMixin, html_unified_diff
 from fleet.measured_boot import selector_of
 from provisioning.agents.redaction import redactor_for
@@ -22,17 +23,8 @@ class AcceptanceProfileAdmin(VersionedDocumentAdminMixin, admin.ModelAdmin):
     pass
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
     """Rows written by the pipeline or by people through the UI: the admin only shows them."""
-
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
 
 @admin.register(GateResult)

@@ -33,11 +33,9 @@ class SkuFilterSet(django_filters.FilterSet):
         fields = {"name": ["exact", "icontains"]}
 
 
-class NodeFilterSet(django_filters.FilterSet):
-    """state, site, rack, SKU, manifest version, last verdict, changed since."""
+class PlacedNodeFilters(django_filters.FilterSet):
+    """Nodes by state and by where they are: site, rack and SKU, each by id or name."""
 
-    serial = django_filters.CharFilter()
-    q = django_filters.CharFilter(method="filter_q", label="Serial or hostname contains")
     state = django_filters.MultipleChoiceFilter(choices=NodeState.choices)
     site = IdFilter(field_name="rack__site")
     site_name = django_filters.CharFilter(field_name="rack__site__name")
@@ -45,6 +43,13 @@ class NodeFilterSet(django_filters.FilterSet):
     rack_name = django_filters.CharFilter(field_name="rack__name")
     sku = IdFilter(field_name="sku")
     sku_name = django_filters.CharFilter(field_name="sku__name")
+
+
+class NodeFilterSet(PlacedNodeFilters):
+    """state, site, rack, SKU, manifest version, last verdict, changed since."""
+
+    serial = django_filters.CharFilter()
+    q = django_filters.CharFilter(method="filter_q", label="Serial or hostname contains")
     manifest_version = django_filters.CharFilter(field_name="manifest__version")
     last_verdict = django_filters.MultipleChoiceFilter(
         choices=Verdict.choices, label="Worst verdict of the latest run with gate results"
@@ -70,17 +75,9 @@ class NodeFilterSet(django_filters.FilterSet):
         return queryset.filter(Q(state_changed_at__gte=value) | Exists(recent))
 
 
-class FirmwareFilterSet(django_filters.FilterSet):
+class FirmwareFilterSet(PlacedNodeFilters):
     """The nodes the fleet firmware view counts: by site, rack, SKU and state. Decommissioned
     nodes have left the fleet and are counted only when a state filter asks for them."""
-
-    state = django_filters.MultipleChoiceFilter(choices=NodeState.choices)
-    site = IdFilter(field_name="rack__site")
-    site_name = django_filters.CharFilter(field_name="rack__site__name")
-    rack = IdFilter(field_name="rack")
-    rack_name = django_filters.CharFilter(field_name="rack__name")
-    sku = IdFilter(field_name="sku")
-    sku_name = django_filters.CharFilter(field_name="sku__name")
 
     class Meta:
         model = Node
