@@ -18,8 +18,8 @@ from fleet.models import Node, Rack, Sku
 
 from ..core.inventory import classify, record_oob
 from ..redfish import FirmwareItem, RedfishClient, hardware, topology
-from ..redfish.client import system_address
 from ..redfish.errors import CertificateMismatch, RedfishError
+from ..redfish.links import system_address
 from ..redfish.tls import fetch_fingerprint, normalize_fingerprint
 from .sku_match import Seen, differences, seen_from
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import action_info, errors, quirks
-from .client import odata_id
+from .links import odata_id
 
 if TYPE_CHECKING:
     from .client import RedfishClient
