@@ -101,7 +101,8 @@ def wanted_version(kind: str, model: str, spec: dict[str, Any] | None) -> str:
 def _with_manifest(components: QuerySet[Component]) -> QuerySet[Component]:
     """Annotate `on_manifest`: the id of the manifest each component's node is on."""
     on = with_on_manifest(Node.objects.filter(pk=OuterRef("node_id")))
-    return components.annotate(on_manifest=Subquery(on.values("on_manifest_id")[:1]))
+    # django-stubs cannot see annotated names (on_manifest_id, on_manifest) as fields.
+    return components.annotate(on_manifest=Subquery(on.values("on_manifest_id")[:1]))  # type: ignore[misc]
 
 
 def _key(kind: str, model: str, version: str, sku: str, manifest_id: int | None) -> tuple:
@@ -112,7 +113,7 @@ def firmware_rows(nodes: QuerySet[Node]) -> list[FirmwareRow]:
     """The firmware of these nodes' components as rows (see the module's docstring)."""
     components = _with_manifest(Component.objects.filter(node__in=nodes.values("pk")))
     groups = list(
-        components.values("kind", "model", "firmware_version", "node__sku__name", "on_manifest")
+        components.values("kind", "model", "firmware_version", "node__sku__name", "on_manifest")  # type: ignore[misc]
         .annotate(parts=Count("pk"), nodes=Count("node_id", distinct=True))
         .order_by()
     )
@@ -147,7 +148,7 @@ def _name_behind_nodes(components: QuerySet[Component], behind: dict[tuple, Firm
         components.filter(
             kind__in={k[0] for k in behind}, firmware_version__in={k[2] for k in behind}
         )
-        .values_list(
+        .values_list(  # type: ignore[misc]
             "kind", "model", "firmware_version", "node__sku__name", "on_manifest", "node__serial"
         )
         .order_by()
