@@ -7,6 +7,7 @@ becomes a task scheduled for later and the worker lets go.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from fleet.events import record as record_event
 from fleet.models import Node
 
 from .. import clock
+from ..agents.redaction import redactor_for
 from ..choices import PhaseStatus, RunStatus, Stage
 from ..errors import classify
 from ..models import PhaseRecord, Run
@@ -152,7 +154,7 @@ def take_one_look(
     try:
         outcome = phase_for(record.phase).execute(ctx)
     except Exception as exc:  # noqa: BLE001
-        outcome = outcome_of_exception(exc)
+        outcome = outcome_of_exception(exc, run.node)
     finally:
         ctx.close()
     if not isinstance(outcome, OUTCOME_TYPES):
@@ -160,9 +162,14 @@ def take_one_look(
     return handle_outcome(run, record, ctx, outcome)
 
 
-def outcome_of_exception(exc: Exception) -> Outcome:
-    """Sort an error a phase let escape: hiccups are transient, the rest are failures."""
-    return classify(exc)
+def outcome_of_exception(exc: Exception, node: Node) -> Outcome:
+    """Sort an error a phase let escape: hiccups are transient, the rest are failures. Its words
+    are the BMC's or a library's, which may echo what was sent (a media URL with its key, a
+    password): redacted before they become the phase error, events and the API's answers."""
+    outcome = classify(exc)
+    if isinstance(outcome, TransientFailure | Failure):
+        return replace(outcome, reason=redactor_for(node)(outcome.reason))
+    return outcome
 
 
 def start_phase(run: Run, record: PhaseRecord) -> None:

@@ -10,10 +10,12 @@ from acceptance.models import GateResult
 from provisioning.agents import redaction
 from provisioning.agents.sessions import CheckIn, check_in
 from provisioning.choices import CommandStatus, Stage
+from provisioning.core.engine import outcome_of_exception
 from provisioning.core.phases import PHASES_BY_NAME
 from provisioning.core.phases.base import PhaseContext
 from provisioning.models import AgentCommand, BootCredential, PhaseRecord
 from provisioning.outcomes import Failure
+from provisioning.redfish import RedfishError
 from tests import factories
 from tests.support.scenes import booted_secret, make_run
 
@@ -144,3 +146,14 @@ def test_a_nodes_iso_key_is_redacted_like_its_credential(node, secrets):
     assert redaction.redactor_for(node)(text) == (
         "curl -O https://greenlight.example/boot/v1/media/[redacted].iso"
     )
+
+
+def test_an_escaped_bmc_error_echoing_the_iso_url_is_redacted(node, secrets):
+    # A BMC that refuses the insert may quote the ImageURI it was sent: that URL's key serves
+    # the ISO with the boot credential inside (issue 30).
+    run, *_ = secrets
+    key = BootCredential.objects.get(run=run).media_key
+    exc = RedfishError("https://bmc/redfish/v1/Managers/1/VirtualMedia/CD1",
+                       f"cannot fetch https://gl.example/boot/v1/media/{key}.iso: HTTP 500")  # fmt: skip
+    outcome = outcome_of_exception(exc, node)
+    assert key not in outcome.reason and "[redacted]" in outcome.reason
