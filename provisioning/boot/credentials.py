@@ -131,15 +131,16 @@ class CredentialContested(CredentialNotArmed):
 MAX_BOOTS_ARMED = 3
 
 
-def arm_for_boot(node_id: int, environments: Iterable[str] | None = None) -> int:
+def arm_for_boot(node_id: int, environments: Iterable[str] | None = None, *, boots: int = 1) -> int:
     """Greenlight is about to boot the node: its live credentials for `environments` (all when
-    None) may each be redeemed once more. Called before the reset, so a quick boot finds it
-    armed; a reset that then fails leaves a redemption open, at most MAX_BOOTS_ARMED. How many."""
+    None) may each be redeemed `boots` times more. Called before the reset, so a quick boot
+    finds it armed; a reset that then fails leaves a redemption open, at most MAX_BOOTS_ARMED.
+    How many credentials were armed."""
     live = BootCredential.objects.filter(node_id=node_id, revoked_at__isnull=True)
     if environments is not None:
         live = live.filter(environment__in=list(environments))
     # Bounded: a reset the BMC accepted but never carried out must not stockpile redemptions.
-    return live.update(boots_armed=Least(F("boots_armed") + 1, MAX_BOOTS_ARMED))
+    return live.update(boots_armed=Least(F("boots_armed") + boots, MAX_BOOTS_ARMED))
 
 
 def redeem(secret: str, environment: str, boot_id: str = "") -> BootCredential | None:
