@@ -151,7 +151,10 @@ def _gpu(bus: str, tree: dict, position: int) -> dict:
     power = tree.get("GPU Power Readings") or tree.get("Power Readings") or {}
     ecc = tree.get("ECC Errors") or {}
     retired = tree.get("Retired Pages") if isinstance(tree.get("Retired Pages"), dict) else {}
-    found = tree.get("GPU Link Info")
+    # Every driver prints it inside the PCI section (535 to 580 alike): read at the GPU's top
+    # level only, a -q report never said how its links trained.
+    pci = tree.get("PCI") if isinstance(tree.get("PCI"), dict) else {}
+    found = pci.get("GPU Link Info") or tree.get("GPU Link Info")
     link: dict = found if isinstance(found, dict) else {}
     gen = link.get("PCIe Generation") or {}
     width = link.get("Link Width") or {}
@@ -191,7 +194,10 @@ def _gpu(bus: str, tree: dict, position: int) -> dict:
         "pcie_width_max": _int(_get(width, "Max")),
         "pcie_width_current": _int(_get(width, "Current")),
         "performance_state": _get(tree, "Performance State"),
-        "utilization_gpu_percent": to_float(_get(tree.get("Utilization"), "Gpu")),
+        # "Gpu" until the 570 drivers, "GPU" in 580's.
+        "utilization_gpu_percent": to_float(
+            _get(tree.get("Utilization"), "Gpu") or _get(tree.get("Utilization"), "GPU")
+        ),
     }
 
 

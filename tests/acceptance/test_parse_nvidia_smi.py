@@ -94,6 +94,23 @@ def test_pcie_link_downtrained_under_load_is_a_finding_naming_the_gpu():
     assert "x8 of x16" in finding.message and "(00000000:" in finding.message
 
 
+def test_a_text_report_names_a_link_trained_narrow_under_load():
+    # The real H100's -q (580 driver, persistence on: P0) with its link as a reseated riser
+    # would leave it; 580 prints the link inside the PCI section, with Device/Host columns.
+    text = read("real/greenlight_h100_nvidia_smi_q_580.159.04_p0_idle.txt")
+    assert nvidia_smi.parse(text).findings == []
+    width = text.index("Link Width")
+    narrow = text[:width] + text[width:].replace(
+        "Current                                : 16x",
+        "Current                                : 4x",
+        1,
+    )
+    (finding,) = nvidia_smi.parse(narrow).findings
+    assert finding.code == "pcie_width_degraded" and finding.part == "GPU 0"
+    assert "x4 of x16" in finding.message and "00000000:00:06.0" in finding.message
+    assert finding.part_serial == "1752524018811"
+
+
 def test_an_idle_link_below_its_maximum_is_power_saving_not_a_finding():
     xml = read(REAL)
     assert "<performance_state>P8</performance_state>" in xml

@@ -49,6 +49,11 @@ def test_gate_parse_gives_the_truth(entry):
             assert payload[key] == entry[key]
     for key, value in entry.get("metrics", {}).items():
         assert payload["metrics"][key] == value, key
+    # Per-GPU facts, by index: a report of eight GPUs need not be written out whole.
+    for index, facts in entry.get("gpus", {}).items():
+        by_index = {gpu["index"]: gpu for gpu in payload["metrics"]["gpus"]}
+        for key, value in facts.items():
+            assert by_index[int(index)][key] == value, (index, key)
     critical = {f["part"] for f in payload["findings"] if f["severity"] == "critical"}
     assert critical == set(entry.get("parts", [])), payload["findings"]
     warned = {f["part"] for f in payload["findings"] if f["severity"] == "warning"}
