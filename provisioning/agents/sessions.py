@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from fleet.choices import EventKind
@@ -140,14 +141,28 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
 
 def authenticate(header: str, *, remote: str = "", path: str = "") -> AgentSession:
     """The live session a bearer token speaks for, or AgentRefusal."""
+    return _authenticated(AgentSession.objects.all(), header, remote, path)
+
+
+def authenticate_poll(header: str, *, remote: str = "", path: str = "") -> AgentSession:
+    """As authenticate, with what a poll needs read in the same query: whether the boot has
+    open commands and the facts its next interval follows from (see poll)."""
+    sessions = AgentSession.objects.annotate(
+        has_open_commands=Exists(
+            AgentCommand.objects.filter(session=OuterRef("pk"), status__in=OPEN_COMMANDS)
+        ),
+        **_interval_facts(OuterRef("node_id")),
+    )
+    return _authenticated(sessions, header, remote, path)
+
+
+def _authenticated(sessions, header: str, remote: str, path: str) -> AgentSession:
     token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
     if not token:
         _refuse(
             None, f"agent request without a token ({_clip(path)})", remote, AgentUnauthenticated
         )
-    session = (
-        AgentSession.objects.select_related("node").filter(token_hash=hash_token(token)).first()
-    )
+    session = sessions.select_related("node").filter(token_hash=hash_token(token)).first()
     if session is None:
         _refuse(
             None,
@@ -188,23 +203,28 @@ def poll(session: AgentSession, known: set[int]) -> tuple[list[dict[str, Any]], 
 
     A command already sent that the agent does not list as known was lost on the way (the
     answer to an earlier poll never arrived): it is sent again. The agent never runs an id twice.
+    A session from authenticate_poll with nothing open costs no query here (a fleet's polls are
+    mostly that), and its liveness is written only every few polls (see seen).
     """
     now = timezone.now()
-    pending = list(
-        AgentCommand.objects.filter(
-            session=session, status__in=(CommandStatus.QUEUED, CommandStatus.SENT)
+    pending: list[dict[str, Any]] = []
+    if getattr(session, "has_open_commands", True):
+        pending = list(
+            AgentCommand.objects.filter(session=session, status__in=OPEN_COMMANDS)
+            .order_by("pk")
+            .values("pk", "kind", "params", "status")
         )
-        .order_by("pk")
-        .values("pk", "kind", "params", "status")
-    )
     deliver = [c for c in pending if c["status"] == CommandStatus.QUEUED or c["pk"] not in known]
     queued = [c["pk"] for c in deliver if c["status"] == CommandStatus.QUEUED]
     if queued:
         AgentCommand.objects.filter(pk__in=queued, status=CommandStatus.QUEUED).update(
             status=CommandStatus.SENT, sent_at=now
         )
-    poll_s = poll_interval(session.node_id)
-    seen(session, poll_s)
+    if hasattr(session, "command_running"):
+        poll_s = _interval(vars(session), sent_now=bool(queued))
+    else:
+        poll_s = poll_interval(session.node_id)
+    seen(session, poll_s, now)
     commands = [
         {"id": c["pk"], "kind": c["kind"], "params": boot_credentials.with_secrets(c["params"])}
         for c in deliver
@@ -212,12 +232,19 @@ def poll(session: AgentSession, known: set[int]) -> tuple[list[dict[str, Any]], 
     return commands, poll_s
 
 
-def seen(session: AgentSession, poll_s: float) -> None:
-    """The agent was here now and was told to come back in `poll_s`."""
-    now = timezone.now()
+def seen(session: AgentSession, poll_s: float, now=None) -> bool:
+    """The agent was here now and was told to come back in `poll_s`. Written only when the
+    stored deadline has less than a whole silence left, and then with half a silence to spare:
+    a live agent is never judged silent sooner than before, and two polls in three are reads.
+    Whether it wrote."""
+    now = now or timezone.now()
+    silence = silence_after(poll_s)
+    if session.expected_by - now >= silence:
+        return False
     AgentSession.objects.filter(pk=session.pk).update(
-        last_seen_at=now, expected_by=now + silence_after(poll_s)
+        last_seen_at=now, expected_by=now + silence + silence / 2
     )
+    return True
 
 
 def poll_interval(node_id: int) -> float:
@@ -227,16 +254,40 @@ def poll_interval(node_id: int) -> float:
     command usually follows; longer while a command of it is running (the result is pushed, and
     a pushed result wakes the agent's next poll at once) or while an out-of-band phase keeps the
     run busy elsewhere; long when the node has no run. The short and middle intervals run on
-    Greenlight's clock, so the lab's compressed time keeps commands in proportion.
+    Greenlight's clock, so the lab's compressed time keeps commands in proportion. One query.
     """
-    if not Run.objects.filter(node_id=node_id, status__in=ACTIVE_RUN_STATUSES).exists():
-        return settings.GREENLIGHT_AGENT_IDLE_POLL_S
-    commands = AgentCommand.objects.filter(node_id=node_id)
-    if commands.filter(status=CommandStatus.SENT).exists():
-        return settings.GREENLIGHT_AGENT_IDLE_POLL_S
+    facts = (
+        Node.objects.filter(pk=node_id)
+        .annotate(**_interval_facts(OuterRef("pk")))
+        .values(*INTERVAL_FACTS)
+        .first()
+    )
+    return _interval(facts or {})
+
+
+# What the poll interval follows from, each an EXISTS on the node's rows.
+INTERVAL_FACTS = ("run_active", "command_running", "boot_fresh", "command_finished_recently")
+OPEN_COMMANDS = (CommandStatus.QUEUED, CommandStatus.SENT)
+
+
+def _interval_facts(node: OuterRef) -> dict[str, Exists]:
     recent = timezone.now() - clock.real_delta(RECENT_ACTIVITY_S)
-    fresh_boot = AgentSession.objects.filter(node_id=node_id, created_at__gte=recent).exists()
-    if fresh_boot or commands.filter(finished_at__gte=recent).exists():
+    commands = AgentCommand.objects.filter(node_id=node)
+    return {
+        "run_active": Exists(Run.objects.filter(node_id=node, status__in=ACTIVE_RUN_STATUSES)),
+        "command_running": Exists(commands.filter(status=CommandStatus.SENT)),
+        "boot_fresh": Exists(AgentSession.objects.filter(node_id=node, created_at__gte=recent)),
+        "command_finished_recently": Exists(commands.filter(finished_at__gte=recent)),
+    }
+
+
+def _interval(facts: dict[str, Any], *, sent_now: bool = False) -> float:
+    """The interval the facts call for; `sent_now` when this poll just sent a command."""
+    if not facts.get("run_active"):
+        return settings.GREENLIGHT_AGENT_IDLE_POLL_S
+    if facts.get("command_running") or sent_now:
+        return settings.GREENLIGHT_AGENT_IDLE_POLL_S
+    if facts.get("boot_fresh") or facts.get("command_finished_recently"):
         return max(settings.GREENLIGHT_AGENT_POLL_S / clock.scale(), MIN_POLL_S)
     return max(SETTLED_POLL_FACTOR * settings.GREENLIGHT_AGENT_POLL_S / clock.scale(), MIN_POLL_S)
 

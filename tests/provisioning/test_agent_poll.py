@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from provisioning.agents import link as agent_link
-from provisioning.agents.sessions import CheckIn, check_in, poll, poll_interval
+from provisioning.agents.sessions import CheckIn, check_in, poll, poll_interval, seen
 from provisioning.models import AgentCommand, AgentSession
 from tests.support.scenes import booted_secret, make_run
 
@@ -60,3 +60,59 @@ def test_idle_without_a_run_and_gone_after_four_missed_polls(polling, node):
         expected_by=timezone.now() - timedelta(seconds=1)
     )
     assert agent_link.is_alive(node) is None
+
+
+def _poll_over_http(client, token):
+    return client.post(
+        "/agent/v1/poll",
+        '{"known": []}',
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+
+
+@pytest.fixture
+def polling_token(settings, node):
+    settings.GREENLIGHT_AGENT_POLL_S = 2.0
+    settings.GREENLIGHT_TIME_SCALE = 1.0
+    run = make_run(node, phases_done=2)
+    claim = CheckIn(node.serial, node.mac_addresses, "b1", "ephemeral", booted_secret(run))
+    session, token = check_in(claim)
+    return run, session, token
+
+
+def test_a_poll_with_nothing_to_say_is_one_read(polling_token, client, django_assert_num_queries):
+    # Issue 32: a fleet's agents mostly poll with nothing to run; each such poll was seven
+    # queries, one of them a write.
+    run, session, token = polling_token
+    assert _poll_over_http(client, token).status_code == 200  # the first poll writes liveness
+    with django_assert_num_queries(1):
+        answer = _poll_over_http(client, token)
+    assert answer.json() == {"commands": [], "poll_s": 2.0}
+
+
+def test_liveness_is_written_every_few_polls_and_never_lets_a_live_agent_lapse(polling_token):
+    run, session, _ = polling_token
+    writes = 0
+    for second in range(0, 60, 2):  # an agent polling every 2 s for a minute
+        now = timezone.now() + timedelta(seconds=second)
+        session.refresh_from_db()
+        assert session.expected_by >= now  # never judged silent while it polls
+        writes += poll_session_seen(session, now)
+    assert 5 <= writes <= 12  # not thirty
+
+
+def poll_session_seen(session, now) -> int:
+    return int(seen(session, 2.0, now))
+
+
+def test_a_poll_that_sends_a_command_reads_it_and_says_come_back_later(
+    polling_token, client, django_assert_max_num_queries
+):
+    run, session, token = polling_token
+    command = agent_link.send(session, run, "secure_erase", "secure_erase", {})
+    with django_assert_max_num_queries(4):  # session, commands, mark sent, liveness
+        answer = _poll_over_http(client, token).json()
+    assert [c["id"] for c in answer["commands"]] == [command.pk]
+    assert answer["poll_s"] == 30.0
+    assert AgentCommand.objects.get(pk=command.pk).status == "sent"

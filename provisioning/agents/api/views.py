@@ -27,6 +27,7 @@ from ..sessions import (
     AgentUnauthenticated,
     CheckIn,
     authenticate,
+    authenticate_poll,
     check_in,
     command_for,
     poll,
@@ -157,7 +158,7 @@ def checkin(request: HttpRequest) -> JsonResponse:
 @tls_only
 def agent_poll(request: HttpRequest) -> JsonResponse:
     try:
-        session = authenticate(
+        session = authenticate_poll(
             request.headers.get("Authorization", ""), remote=_remote(request), path=request.path
         )
         known = _body(request).get("known") or []
