@@ -1,7 +1,8 @@
 """Counting database queries per process, for the benchmark (off unless GREENLIGHT_QUERY_LOG_DIR).
 
-Each worker thread counts the queries its tasks run; the web server counts per request. Totals
-are written to `<dir>/<role>-<pid>.json` as they grow, so a benchmark can add them up.
+Each worker thread counts the queries its tasks run; the web server counts per request, and per
+endpoint (URL name) the requests, queries and thread CPU seconds they cost. Totals are written to
+`<dir>/<role>-<pid>.json` as they grow, so a benchmark can add them up.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from django.db import connection
 
 _lock = threading.Lock()
 _total = {"queries": 0}
+# Per endpoint: requests, queries and CPU seconds of the thread that answered them.
+_endpoints: dict[str, dict[str, float]] = {}
+_local = threading.local()
 _last_write = [0.0]
 # With GREENLIGHT_QUERY_LOG_SHAPES set, queries are also counted by shape (literals and numbers
 # blanked), to find which statements a step repeats.
@@ -33,6 +37,7 @@ def _count(execute, sql, params, many, context):
     shapes = os.environ.get("GREENLIGHT_QUERY_LOG_SHAPES")
     with _lock:
         _total["queries"] += 1
+        _local.queries = getattr(_local, "queries", 0) + 1
         if shapes:
             shape = _LITERALS.sub("?", sql)[:300]
             _shapes[shape] = _shapes.get(shape, 0) + 1
@@ -49,7 +54,12 @@ def _flush(role: str, force: bool = False) -> None:
     _last_write[0] = now
     directory.mkdir(parents=True, exist_ok=True)
     with _lock:
-        data = json.dumps({**_total, "shapes": _shapes} if _shapes else _total)
+        totals: dict = dict(_total)
+        if _endpoints:
+            totals["endpoints"] = _endpoints
+        if _shapes:
+            totals["shapes"] = _shapes
+        data = json.dumps(totals)
     (directory / f"{role}-{os.getpid()}.json").write_text(data)
 
 
@@ -96,5 +106,16 @@ class QueryCountMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        with counting("web"):
-            return self.get_response(request)
+        _local.queries = 0
+        started = time.thread_time()
+        with connection.execute_wrapper(_count):
+            response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        name = f"{match.namespace}:{match.url_name}" if match and match.url_name else "unresolved"
+        with _lock:
+            entry = _endpoints.setdefault(name, {"requests": 0, "queries": 0, "cpu_s": 0.0})
+            entry["requests"] += 1
+            entry["queries"] += _local.queries
+            entry["cpu_s"] = round(entry["cpu_s"] + time.thread_time() - started, 6)
+        _flush("web")
+        return response

@@ -32,7 +32,7 @@ from fleet.models import Event, Rack
 from fleet.roles import SITE_TECH
 from provisioning.models import PhaseRecord, Run
 
-from . import processes
+from . import bench_calibration, processes
 from .run import LabRun, LabRunConfig, healthy_ok
 
 
@@ -52,6 +52,29 @@ def with_children(roots: list[psutil.Process]) -> list[psutil.Process]:
         except psutil.Error:
             pass
     return found
+
+
+def datastore_cpu() -> dict[str, float]:
+    """CPU seconds this machine's PostgreSQL and Redis have used so far: the postmaster with its
+    backends, live (their own times) and gone (the postmaster's children times, as each
+    connection's backend exits when it closes), and every redis-server. Absent when not local."""
+    used: dict[str, float] = {}
+    for proc in psutil.process_iter(["name", "ppid"]):
+        try:
+            name = proc.info["name"]
+            if name == "redis-server":
+                times = proc.cpu_times()
+                used["redis"] = used.get("redis", 0.0) + times.user + times.system
+            elif name == "postgres" and psutil.Process(proc.info["ppid"]).name() != "postgres":
+                times = proc.cpu_times()
+                total = times.user + times.system + times.children_user + times.children_system
+                for backend in proc.children():
+                    backend_times = backend.cpu_times()
+                    total += backend_times.user + backend_times.system
+                used["postgres"] = used.get("postgres", 0.0) + total
+        except psutil.Error:
+            continue
+    return used
 
 
 class ResourceSampler:
@@ -74,6 +97,7 @@ class ResourceSampler:
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def start(self) -> None:
+        self.datastores_at_start = datastore_cpu()
         self.sample()
         # The lab process did the calibration and the set-up before: count from here.
         self.baseline = {pid: cpu for pid, cpu in self.cpu.items() if self.role[pid] == "lab"}
@@ -109,6 +133,12 @@ class ResourceSampler:
         self.sample()
         self._stop.set()
         self._thread.join(timeout=5)
+        self.datastores_at_stop = datastore_cpu()
+
+    def datastore_cpu_s(self) -> dict[str, float]:
+        """CPU seconds PostgreSQL and Redis used between start() and stop()."""
+        before = self.datastores_at_start
+        return {k: v - before.get(k, 0.0) for k, v in self.datastores_at_stop.items()}
 
 
 class LiveWatcher:
@@ -172,6 +202,27 @@ class LiveWatcher:
 
 def queries_logged(directory: Path) -> int:
     return sum(json.loads(p.read_text())["queries"] for p in directory.glob("*.json"))
+
+
+def endpoints_logged(directory: Path, nodes: int) -> dict[str, dict[str, float]]:
+    """Per web endpoint, over every server process: requests per node, queries per request,
+    CPU milliseconds per request and CPU seconds per node; costliest first."""
+    totals: dict[str, dict[str, float]] = {}
+    for path in directory.glob("*.json"):
+        for name, entry in (json.loads(path.read_text()).get("endpoints") or {}).items():
+            into = totals.setdefault(name, {"requests": 0, "queries": 0, "cpu_s": 0.0})
+            for key in into:
+                into[key] += entry.get(key, 0)
+    out = {}
+    for name, entry in sorted(totals.items(), key=lambda item: -item[1]["cpu_s"]):
+        requests = max(entry["requests"], 1)
+        out[name] = {
+            "requests_per_node": round(entry["requests"] / max(nodes, 1), 1),
+            "queries_per_request": round(entry["queries"] / requests, 2),
+            "cpu_ms_per_request": round(entry["cpu_s"] * 1000 / requests, 2),
+            "cpu_s_per_node": round(entry["cpu_s"] / max(nodes, 1), 4),
+        }
+    return out
 
 
 def state_series(
@@ -247,17 +298,21 @@ def calibrate(config: LabRunConfig, log_dir: Path) -> float:
 
 
 def run_bench(
-    config: LabRunConfig, log_dir: Path, plot: Path, single_node_lab_s: float | None = None
+    config: LabRunConfig, log_dir: Path, plot: Path, calibration: Path, *, reuse: bool = False
 ) -> dict[str, Any]:
     """Run the benchmark and return its numbers (the JSON the command writes).
 
-    `single_node_lab_s` reuses a calibration from an earlier run at the same speed and soak;
-    without it the calibration rack runs first.
+    The calibration rack runs first and its result is stored at `calibration` with the commit;
+    `reuse` takes the stored one instead, if it is of this commit, speed and soak
+    (CalibrationRefused otherwise, before anything runs).
     """
     queries_dir = log_dir / "queries"
     config.extra_env = {**config.extra_env, "GREENLIGHT_QUERY_LOG_DIR": str(queries_dir)}
-    if single_node_lab_s is None:
-        single_node_lab_s = calibrate(config, log_dir)
+    if reuse:
+        measured = bench_calibration.load(calibration, config)
+    else:
+        measured = bench_calibration.save(calibration, config, calibrate(config, log_dir))
+    single_node_lab_s = measured.single_node_lab_s
     for stale in queries_dir.glob("*.json"):
         stale.unlink()
     with LabRun(config, log_dir=log_dir) as lab:
@@ -291,6 +346,7 @@ def run_bench(
     healthy = [n for n in nodes if not n["hardware_fault"]]
     faulty = [n for n in nodes if n["hardware_fault"]]
     cpu_s = sampler.cpu_s("web", "agent_api", "workers")
+    datastores = sampler.datastore_cpu_s()
     return {
         "nodes": len(nodes),
         "racks": config.racks,
@@ -303,6 +359,8 @@ def run_bench(
         "healthy_failed": sum(1 for n in healthy if not healthy_ok(n)),
         "makespan_lab_s": round(makespan_lab_s, 1) if makespan_lab_s else None,
         "single_node_lab_s": single_node_lab_s,
+        "commit": bench_calibration.current_commit(),
+        "calibration": {"commit": measured.commit, "reused": reuse},
         "makespan_ratio": round(makespan_lab_s / single_node_lab_s, 3) if makespan_lab_s else None,
         "wall_s": round(wall_s, 1),
         "cpu_s_per_node": round(cpu_s / max(len(nodes), 1), 3),
@@ -312,6 +370,15 @@ def run_bench(
             role: round(sampler.cpu_s(role) / max(len(nodes), 1), 3)
             for role in ("web", "agent_api", "workers", "lab")
         },
+        # A site pays for the database's and the broker's cores too (local ones only).
+        "datastore_cpu_s_per_node": {
+            name: round(used / max(len(nodes), 1), 3) for name, used in sorted(datastores.items())
+        },
+        "cpu_s_per_node_with_datastores": round(
+            (cpu_s + sum(datastores.values())) / max(len(nodes), 1), 3
+        ),
+        # Each endpoint of both web servers: where the agents' API's CPU goes.
+        "endpoints": endpoints_logged(queries_dir, len(nodes)),
         "tasks_per_s": round(steps / wall_s, 1),
         "queries_per_phase": round(queries_logged(queries_dir) / max(phases, 1), 1),
         "worker_peak_rss_mb": round(sampler.peak_worker_rss / 2**20, 1),

@@ -26,7 +26,8 @@ def test_bench_measures_a_small_deployment_and_writes_json_and_plot(tmp_path):
     out = io.StringIO()
     call_command(
         "bench", nodes=6, racks=2, speed=400, timeout=600, json=str(tmp_path / "bench.json"),
-        plot=str(tmp_path / "states.png"), stdout=out,
+        plot=str(tmp_path / "states.png"), calibration=str(tmp_path / "calibration.json"),
+        stdout=out,
     )  # fmt: skip
     data = json.loads((tmp_path / "bench.json").read_text())
     assert REQUIRED_KEYS <= set(data)
@@ -45,6 +46,14 @@ def test_bench_measures_a_small_deployment_and_writes_json_and_plot(tmp_path):
     assert data["cpu_s_per_node"] == pytest.approx(
         by_process["web"] + by_process["agent_api"] + by_process["workers"], abs=0.01
     )
+    # Issue 32: the calibration is stored with its commit; each endpoint's cost is reported.
+    calibration = json.loads((tmp_path / "calibration.json").read_text())
+    assert calibration["single_node_lab_s"] == data["single_node_lab_s"]
+    assert calibration["commit"] == data["commit"] == data["calibration"]["commit"]
+    poll = data["endpoints"]["agent_api:poll"]
+    assert poll["requests_per_node"] > 0 and poll["cpu_ms_per_request"] > 0
+    assert data["endpoints"]["agent_api:checkin"]["queries_per_request"] > 0
+    assert data["cpu_s_per_node_with_datastores"] >= data["cpu_s_per_node"]
     latency = data["event_latency_ms"]
     assert latency["events"] > 0 and 0 < latency["p50"] <= latency["p99"]
     assert latency["disconnects"] == 0

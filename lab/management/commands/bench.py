@@ -6,9 +6,10 @@ import json
 import math
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from lab.bench import run_bench
+from lab.bench_calibration import CalibrationRefused
 from lab.run import LabRunConfig
 
 
@@ -36,11 +37,12 @@ class Command(BaseCommand):
         parser.add_argument("--soak-hours", type=float, default=1.0)
         parser.add_argument("--timeout", type=float, default=7200.0, help="real seconds")
         parser.add_argument(
-            "--single-node-lab-s",
-            type=float,
-            help="reuse one node's uncontended lab time from an earlier run at the same speed "
-            "and soak, instead of running the calibration rack first",
+            "--reuse-calibration",
+            action="store_true",
+            help="take one node's uncontended lab time from --calibration instead of running the "
+            "calibration rack first; refused unless measured on this commit, speed and soak",
         )
+        parser.add_argument("--calibration", default="var/bench/calibration.json")
         parser.add_argument("--json", default="var/bench/bench.json")
         parser.add_argument("--plot", default="var/bench/states.png")
 
@@ -60,9 +62,16 @@ class Command(BaseCommand):
             power_batch=8,
         )
         path = Path(options["json"])
-        results = run_bench(
-            config, path.parent / "logs", Path(options["plot"]), options["single_node_lab_s"]
-        )
+        try:
+            results = run_bench(
+                config,
+                path.parent / "logs",
+                Path(options["plot"]),
+                Path(options["calibration"]),
+                reuse=options["reuse_calibration"],
+            )
+        except CalibrationRefused as exc:
+            raise CommandError(str(exc)) from None
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=2))
         for key, value in results.items():

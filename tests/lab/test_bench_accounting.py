@@ -1,0 +1,54 @@
+"""What the benchmark counts besides Greenlight's own processes (issue 32): each web endpoint's
+requests, queries and CPU, and the CPU of the PostgreSQL and Redis a site pays for too."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import connection
+from django.test import RequestFactory
+from django.urls import resolve
+
+from common import instrumentation
+from lab.bench import datastore_cpu, endpoints_logged
+
+
+@pytest.mark.django_db
+def test_each_endpoint_is_counted_by_its_url_name(tmp_path, monkeypatch):
+    monkeypatch.setenv("GREENLIGHT_QUERY_LOG_DIR", str(tmp_path))
+
+    def answer(request):
+        request.resolver_match = resolve(request.path)
+        with connection.cursor() as cursor:
+            for _ in range(3):
+                cursor.execute("SELECT 1")
+        return "answered"
+
+    middleware = instrumentation.QueryCountMiddleware(answer)
+    for _ in range(4):
+        assert middleware(RequestFactory().post("/agent/v1/poll")) == "answered"
+    instrumentation._flush("web", force=True)
+
+    poll = endpoints_logged(tmp_path, nodes=2)["agent_api:poll"]
+    assert poll["requests_per_node"] >= 2.0  # other tests in this process may have added some
+    assert poll["queries_per_request"] == 3.0
+    assert poll["cpu_ms_per_request"] > 0
+
+
+def test_postgres_cpu_counts_backends_that_have_exited():
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        conn = psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres")
+    except psycopg.OperationalError:
+        pytest.skip("no PostgreSQL on this machine")
+    before = datastore_cpu().get("postgres", 0.0)
+    with conn:
+        conn.execute("SELECT sum(i) FROM generate_series(1, 4000000) AS i").fetchone()
+    conn.close()  # its backend exits: only the postmaster's children times still hold its CPU
+    for _ in range(50):  # the postmaster reaps the backend a moment later
+        used = datastore_cpu()["postgres"] - before
+        if used >= 0.1:
+            break
+        time.sleep(0.1)
+    assert used >= 0.1, used
