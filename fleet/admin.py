@@ -19,7 +19,7 @@ from .admin_documents import VersionedDocumentAdminMixin
 from .choices import EventKind
 from .enrollment_csv import COLUMNS, enroll_csv
 from .events import record, record_plain_http_mark
-from .models import Component, Event, Manifest, Node, Rack, Site, Sku
+from .models import Component, Event, MaintenanceWindow, Manifest, Node, Rack, Site, Sku
 
 # Largest CSV the upload page accepts; a hall of a few thousand nodes is well under it.
 MAX_CSV_BYTES = 5 * 1024 * 1024
@@ -31,11 +31,17 @@ class RackInline(admin.TabularInline):
     fields = ["name", "height_u"]
 
 
+class MaintenanceWindowInline(admin.TabularInline):
+    model = MaintenanceWindow
+    extra = 0
+    fields = ["days", "start", "end"]
+
+
 @admin.register(Site)
 class SiteAdmin(admin.ModelAdmin):
-    list_display = ["name", "description"]
+    list_display = ["name", "time_zone", "description"]
     search_fields = ["name"]
-    inlines = [RackInline]
+    inlines = [MaintenanceWindowInline, RackInline]
 
 
 @admin.register(Rack)

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 
+from . import windows
 from .choices import (
     DOCUMENT_STATUS_COLORS,
     NODE_STATE_COLORS,
@@ -27,12 +28,52 @@ class Site(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     description = models.TextField(blank=True)
+    time_zone = models.CharField(
+        max_length=64,
+        default="UTC",
+        help_text="IANA time zone its maintenance windows are in, e.g. Europe/Berlin",
+    )
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        try:
+            windows.zone(self.time_zone)
+        except windows.BadWindow as exc:
+            raise ValidationError({"time_zone": str(exc)}) from None
+
+
+class MaintenanceWindow(models.Model):
+    """When the site lets Greenlight take nodes out (rollouts wait outside it): local time
+    from `start` to `end` (past midnight when end is earlier) on `days`."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="windows")
+    days = models.CharField(
+        max_length=40, default="daily", help_text="mon..sun, ranges (mon-fri) or daily"
+    )
+    start = models.TimeField()
+    end = models.TimeField()
+
+    class Meta:
+        ordering = ["site", "start"]
+
+    def __str__(self) -> str:
+        return f"{self.site}: {self.days} {self.start:%H:%M}-{self.end:%H:%M}"
+
+    def clean(self) -> None:
+        try:
+            windows.parse_days(self.days)
+        except windows.BadWindow as exc:
+            raise ValidationError({"days": str(exc)}) from None
+        if self.start == self.end:
+            raise ValidationError({"end": "a window must have a length: end equals start"})
+
+    def as_window(self) -> windows.Window:
+        return windows.Window(windows.parse_days(self.days), self.start, self.end)
 
 
 class Rack(models.Model):

@@ -321,6 +321,24 @@ class Rollout(models.Model):
 
     manifest = models.ForeignKey(Manifest, on_delete=models.PROTECT, related_name="rollouts")
     concurrency = models.PositiveSmallIntegerField(help_text="Most nodes in flight at once")
+    # Waves (day2/waves.py): none of these set is one wave of every node, as before them.
+    canary = models.PositiveSmallIntegerField(
+        default=0, help_text="Nodes in the first wave; 0: no waves"
+    )
+    wave_growth = models.PositiveSmallIntegerField(
+        default=2, help_text="Each wave is this many times the one before"
+    )
+    failure_threshold_pct = models.PositiveSmallIntegerField(
+        default=100, help_text="Pause when a finished wave failed more than this share of nodes"
+    )
+    site_cap = models.PositiveSmallIntegerField(
+        default=0, help_text="Most nodes of one site in flight at once; 0: no cap"
+    )
+    rack_cap = models.PositiveSmallIntegerField(
+        default=0, help_text="Most nodes of one rack in flight at once; 0: no cap"
+    )
+    # Waves a person let the rollout go past after it paused on one (resume).
+    waves_cleared = models.PositiveSmallIntegerField(default=0)
     state = models.CharField(
         max_length=20, choices=RolloutState.choices, default=RolloutState.RUNNING
     )
@@ -360,6 +378,7 @@ class RolloutNode(models.Model):
     rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="entries")
     node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="+")
     order = models.PositiveIntegerField()
+    wave = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(
         max_length=20, choices=RolloutNodeStatus.choices, default=RolloutNodeStatus.WAITING
     )

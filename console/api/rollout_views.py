@@ -1,7 +1,8 @@
 """Rollouts over the API: start one on a published manifest, read its progress, steer it.
 
 GET /manifests/<id>/behind/ lists the nodes a manifest puts behind (a publish's preview);
-POST /manifests/<id>/rollouts/ {"concurrency": 2} starts one (201); /rollouts/ lists them with
+POST /manifests/<id>/rollouts/ {"concurrency": 2} starts one (201), in waves with "canary",
+"wave_growth", "failure_threshold_pct", "site_cap" and "rack_cap" (day2/waves.py); /rollouts/ lists them with
 their nodes; POST /rollouts/<id>/pause/, resume/, cancel/ steer one. provisioning.day2.rollouts checks
 the right to reprovision (fleet.start_run) and the concurrency; these views parse and render.
 """
@@ -20,7 +21,7 @@ from common.api.fields import ChoiceField
 from common.api.serializers import BriefUserSerializer
 from fleet.choices import NodeState
 from provisioning.choices import RolloutNodeStatus, RolloutState
-from provisioning.day2 import rollouts
+from provisioning.day2 import rollouts, waves
 from provisioning.day2.behind import behind_nodes
 from provisioning.models import Rollout, RolloutNode
 
@@ -36,7 +37,7 @@ class RolloutNodeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = RolloutNode
-        fields = ["node", "order", "status", "run", "reason", "started_at", "finished_at"]
+        fields = ["node", "order", "wave", "status", "run", "reason", "started_at", "finished_at"]
         read_only_fields = fields
 
 
@@ -54,6 +55,11 @@ class RolloutSerializer(serializers.ModelSerializer):
             "url",
             "manifest",
             "concurrency",
+            "canary",
+            "wave_growth",
+            "failure_threshold_pct",
+            "site_cap",
+            "rack_cap",
             "state",
             "reason",
             "created_by",
@@ -71,6 +77,23 @@ class RolloutStartSerializer(serializers.Serializer):
         allow_null=True,
         default=rollouts.DEFAULT_CONCURRENCY,
         help_text=f"Most nodes in flight at once, 1 to {rollouts.MAX_CONCURRENCY}",
+    )
+    canary = serializers.JSONField(
+        required=False, allow_null=True, help_text="Nodes in the first wave; 0 or none: no waves"
+    )
+    wave_growth = serializers.JSONField(
+        required=False, allow_null=True, help_text="Each wave this many times the one before"
+    )
+    failure_threshold_pct = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Pause when a finished wave failed more than this percent of its nodes",
+    )
+    site_cap = serializers.JSONField(
+        required=False, allow_null=True, help_text="Most nodes of one site in flight"
+    )
+    rack_cap = serializers.JSONField(
+        required=False, allow_null=True, help_text="Most nodes of one rack in flight"
     )
 
 
@@ -109,8 +132,15 @@ class ManifestRolloutMixin:
         form = RolloutStartSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
+            policy = waves.parse_policy(form.validated_data)
+        except waves.BadWaves as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        try:
             rollout = rollouts.start_rollout(
-                manifest, actor=request.user, concurrency=form.validated_data["concurrency"]
+                manifest,
+                actor=request.user,
+                concurrency=form.validated_data["concurrency"],
+                policy=policy,
             )
         except DjangoPermissionDenied as exc:
             raise PermissionDenied(str(exc)) from None

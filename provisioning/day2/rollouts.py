@@ -41,8 +41,10 @@ from ..choices import (
 from ..core.run_end import How, RunEnding
 from ..core.runs import RunError, start_run
 from ..models import Rollout, RolloutNode, Run
+from . import waves
 from .behind import behind_nodes, manifest_id_of
 from .suspect import SuspectRefused, upgrade_in_service
+from .waves import WavePolicy
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
@@ -95,11 +97,18 @@ def parse_concurrency(value: Any) -> int:
 
 
 def start_rollout(
-    manifest: Manifest, *, actor: Actor, concurrency: Any = DEFAULT_CONCURRENCY
+    manifest: Manifest,
+    *,
+    actor: Actor,
+    concurrency: Any = DEFAULT_CONCURRENCY,
+    policy: WavePolicy | None = None,
+    now=None,
 ) -> Rollout:
-    """Start bringing every node behind `manifest` (its SKU's published one) to it."""
+    """Start bringing every node behind `manifest` (its SKU's published one) to it, in the
+    waves, windows and caps `policy` sets (waves.py; none: one wave, as many as concurrency)."""
     _require(actor)
     limit = parse_concurrency(concurrency)
+    policy = policy or WavePolicy()
     if manifest.status != DocumentStatus.PUBLISHED:
         raise RolloutRefused(
             f"{manifest.sku.name} {manifest.version} is {manifest.status}: only the published "
@@ -114,20 +123,23 @@ def start_rollout(
                 manifest=manifest,
                 concurrency=limit,
                 created_by=actor if actor.is_authenticated else None,
+                **vars(policy),
             )
             RolloutNode.objects.bulk_create(
-                RolloutNode(rollout=rollout, node=node, order=i) for i, node in enumerate(nodes)
+                RolloutNode(rollout=rollout, node=node, order=i, wave=policy.wave_of(i))
+                for i, node in enumerate(nodes)
             )
     except IntegrityError:
         # rollout_one_open_per_manifest: two rollouts would start each node twice.
         open_one = Rollout.objects.filter(manifest=manifest, state__in=OPEN_ROLLOUT_STATES).first()
         which = f"rollout {open_one.pk}" if open_one else "another rollout"
         raise RolloutRefused(f"{which} is already bringing nodes to {manifest}") from None
-    return advance_rollout(rollout.pk)
+    return advance_rollout(rollout.pk, now=now)
 
 
-def advance_rollout(rollout_id: int) -> Rollout:
-    """Settle the rollout's ended runs and start waiting nodes up to its concurrency."""
+def advance_rollout(rollout_id: int, now=None) -> Rollout:
+    """Settle the rollout's ended runs, pause it if a settled wave failed too many nodes, and
+    start its current wave's waiting nodes up to its concurrency, windows and caps."""
     with transaction.atomic():
         # The UPDATE is the lock: two workers advancing one rollout take turns, so neither
         # counts the nodes in flight before the other's starts are written.
@@ -143,8 +155,14 @@ def advance_rollout(rollout_id: int) -> Rollout:
                 f"{rollout.manifest.version} is no longer published",
             )
             return rollout
+        entries = list(rollout.entries.select_related("node__rack__site").order_by("order"))
         if rollout.state == RolloutState.RUNNING:
-            _start_waiting(rollout)
+            why = waves.tripped(rollout, entries)
+            if why:
+                Rollout.objects.filter(pk=rollout.pk).update(state=RolloutState.PAUSED, reason=why)
+                rollout.refresh_from_db()
+                return rollout
+            _start_waiting(rollout, entries, now or timezone.now())
         if not rollout.entries.filter(status__in=(W, RUNNING)).exists():
             _end(rollout, RolloutState.FINISHED, "")
     return rollout
@@ -195,14 +213,24 @@ def _outcome(entry: RolloutNode) -> tuple[str, str]:
     return FAILED, f"upgraded, then {node.get_state_display().lower()}"
 
 
-def _start_waiting(rollout: Rollout) -> None:
-    free = rollout.concurrency - rollout.entries.filter(status=RUNNING).count()
-    if free <= 0:
+def _start_waiting(rollout: Rollout, entries: list[RolloutNode], now) -> None:
+    free = rollout.concurrency - sum(1 for e in entries if e.status == RUNNING)
+    wave = waves.current_wave(entries)
+    if free <= 0 or wave is None:
         return
-    for entry in rollout.entries.filter(status=W).order_by("order"):
+    gate = waves.Gate.of(rollout, entries, now)
+    for entry in entries:
         if free <= 0:
             return
+        if entry.status != W or entry.wave != wave:
+            continue
+        waits = gate.refusal(entry)
+        if waits:
+            if entry.reason != waits:
+                RolloutNode.objects.filter(pk=entry.pk).update(reason=waits[:500])
+            continue
         if _start_one(rollout, entry):
+            gate.count(entry)
             free -= 1
 
 
@@ -286,8 +314,11 @@ def pause_rollout(rollout: Rollout, *, actor: Actor, reason: str = "") -> Rollou
 def resume_rollout(rollout: Rollout, *, actor: Actor) -> Rollout:
     """Go on starting nodes where the paused rollout stood."""
     _require(actor)
+    # Resuming accepts every wave settled so far, failures included: it does not pause again
+    # on a wave a person has seen.
+    cleared = waves.settled_waves(list(rollout.entries.all()))
     if not Rollout.objects.filter(pk=rollout.pk, state=RolloutState.PAUSED).update(
-        state=RolloutState.RUNNING, reason=""
+        state=RolloutState.RUNNING, reason="", waves_cleared=cleared
     ):
         raise RolloutRefused(f"rollout {rollout.pk} is not paused")
     return advance_rollout(rollout.pk)
