@@ -21,6 +21,7 @@ from fleet.choices import DocumentStatus
 from fleet.models import Manifest
 
 from ..models import Rollout
+from . import waves
 from .behind import behind_nodes, by_rack
 from .rollouts import (
     DEFAULT_CONCURRENCY,
@@ -71,9 +72,12 @@ class RollingManifestAdmin(ManifestAdmin):
             raise PermissionDenied
         try:
             rollout = start_rollout(
-                manifest, actor=request.user, concurrency=request.POST.get("concurrency")
+                manifest,
+                actor=request.user,
+                concurrency=request.POST.get("concurrency"),
+                policy=waves.parse_policy(request.POST),
             )
-        except RolloutRefused as exc:
+        except (RolloutRefused, waves.BadWaves) as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return HttpResponseRedirect(self._change_url(manifest))
         self.message_user(

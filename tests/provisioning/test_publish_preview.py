@@ -130,6 +130,21 @@ def test_a_bad_concurrency_starts_nothing_and_says_why(client, alice, fleet):
     assert not Rollout.objects.exists()
 
 
+def test_the_manifest_page_starts_a_rollout_in_waves(client, alice, fleet):
+    fleet.publish()
+    client.force_login(alice)
+    url = reverse("admin:fleet_manifest_rollout", args=[fleet.pk])
+    form = {"concurrency": "3", "canary": "1", "wave_growth": "2", "failure_threshold_pct": "0"}
+    response = client.post(url, form)
+    rollout = Rollout.objects.get()
+    assert (rollout.canary, rollout.failure_threshold_pct) == (1, 0)
+    assert rollout.entries.filter(status=RolloutNodeStatus.RUNNING).count() == 1  # the canary
+    page = client.get(response.url).content.decode()
+    assert "Waves: 1 canary node, each next wave 2× the one before" in page
+    bad = client.post(url, {**form, "canary": "-2"}, follow=True).content.decode()
+    assert "canary must be a whole number from 0" in bad.lower()
+
+
 def test_a_dcim_reader_may_not_start_a_rollout(client, dora, fleet):
     fleet.publish()
     dora.is_staff = True
