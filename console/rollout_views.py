@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from provisioning.day2 import rollouts
+from provisioning.day2 import rollout_report, rollouts
 from provisioning.models import Rollout
 
 from .views import viewer
@@ -38,11 +38,36 @@ def rollout_detail(request: HttpRequest, pk: int) -> HttpResponse:
     rollout = get_object_or_404(
         Rollout.objects.select_related("manifest__sku", "created_by"), pk=pk
     )
-    return render(request, "console/rollout.html", {"progress": rollouts.progress(rollout)})
+    report = rollout_report.report(rollout)
+    context = {
+        "progress": rollouts.progress(rollout),
+        "report": report,
+        "roll_back_count": sum(n.roll_back for wave in report for n in wave.nodes),
+        "roll_back_to": rollout_report.previous_manifest(rollout),
+    }
+    return render(request, "console/rollout.html", context)
 
 
 class SteerForm(forms.Form):
     reason = forms.CharField(required=False, max_length=300)
+
+
+@login_required
+@require_POST
+def rollout_roll_back(request: HttpRequest, pk: int) -> HttpResponse:
+    """Roll back the nodes the report names (or those ticked) to the previous manifest."""
+    rollout = get_object_or_404(Rollout.objects.select_related("manifest__sku"), pk=pk)
+    picked = [int(v) for v in request.POST.getlist("node") if v.isdigit()] or None
+    try:
+        back = rollout_report.roll_back(rollout, picked, actor=request.user)
+    except rollouts.RolloutRefused as exc:
+        messages.error(request, str(exc))
+        return redirect("console:rollout", pk=pk)
+    messages.success(
+        request,
+        f"Rollout {back.pk} returns {back.entries.count()} node(s) to {back.manifest.version}.",
+    )
+    return redirect("console:rollout", pk=back.pk)
 
 
 @login_required

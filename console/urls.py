@@ -29,5 +29,6 @@ urlpatterns = [
     path("firmware/", firmware_views.firmware_view, name="firmware"),
     path("rollouts/", rollout_views.rollout_list, name="rollouts"),
     path("rollouts/<int:pk>/", rollout_views.rollout_detail, name="rollout"),
+    path("rollouts/<int:pk>/roll-back/", rollout_views.rollout_roll_back, name="rollout-roll-back"),
     path("rollouts/<int:pk>/<slug:verb>/", rollout_views.rollout_steer, name="rollout-steer"),
 ]

@@ -339,6 +339,10 @@ class Rollout(models.Model):
     )
     # Waves a person let the rollout go past after it paused on one (resume).
     waves_cleared = models.PositiveSmallIntegerField(default=0)
+    # A roll back: this rollout returns some of that one's nodes to the manifest before it.
+    rollback_of = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="rollbacks"
+    )
     state = models.CharField(
         max_length=20, choices=RolloutState.choices, default=RolloutState.RUNNING
     )

@@ -21,7 +21,7 @@ from common.api.fields import ChoiceField
 from common.api.serializers import BriefUserSerializer
 from fleet.choices import NodeState
 from provisioning.choices import RolloutNodeStatus, RolloutState
-from provisioning.day2 import rollouts, waves
+from provisioning.day2 import rollout_report, rollouts, waves
 from provisioning.day2.behind import behind_nodes
 from provisioning.models import Rollout, RolloutNode
 
@@ -94,6 +94,16 @@ class RolloutStartSerializer(serializers.Serializer):
     )
     rack_cap = serializers.JSONField(
         required=False, allow_null=True, help_text="Most nodes of one rack in flight"
+    )
+
+
+class RollBackSerializer(serializers.Serializer):
+    nodes = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        allow_null=True,
+        max_length=10_000,
+        help_text="Node ids of this rollout; none: the report's roll-back list (its failed nodes)",
     )
 
 
@@ -192,3 +202,42 @@ class RolloutViewSet(viewsets.ReadOnlyModelViewSet):
     def cancel(self, request, pk=None):
         """End the rollout: no new node starts; runs in flight finish."""
         return self._steer(request, rollouts.cancel_rollout)
+
+    @extend_schema(request=None, responses={200: dict})
+    @action(detail=True, methods=["get"])
+    def report(self, request, pk=None):
+        """Per wave and node: versions from and to per component, time taken, failures in the
+        BMC's words, and which nodes to roll back."""
+        rollout = self.get_object()
+        waves_done = [wave.as_dict() for wave in rollout_report.report(rollout)]
+        previous = rollout_report.previous_manifest(rollout)
+        return Response(
+            {
+                "rollout": rollout.pk,
+                "state": rollout.state,
+                "reason": rollout.reason,
+                "waves": waves_done,
+                "roll_back": [n["node"] for w in waves_done for n in w["detail"] if n["roll_back"]],
+                "roll_back_to": previous.version if previous else None,
+            }
+        )
+
+    @extend_schema(request=RollBackSerializer, responses={201: RolloutSerializer, 400: REFUSED})
+    @action(
+        detail=True, methods=["post"], url_path="roll_back", permission_classes=[IsAuthenticated]
+    )
+    def roll_back(self, request, pk=None):
+        """Return nodes of this rollout to the manifest published before its own."""
+        rollout = self.get_object()
+        form = RollBackSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            back = rollout_report.roll_back(
+                rollout, form.validated_data.get("nodes"), actor=request.user
+            )
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        except rollouts.RolloutRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        body = RolloutSerializer(back, context={"request": request}).data
+        return Response(body, status=status.HTTP_201_CREATED)

@@ -103,18 +103,22 @@ def start_rollout(
     concurrency: Any = DEFAULT_CONCURRENCY,
     policy: WavePolicy | None = None,
     now=None,
+    rollback_of: Rollout | None = None,
+    nodes: list[Node] | None = None,
 ) -> Rollout:
     """Start bringing every node behind `manifest` (its SKU's published one) to it, in the
-    waves, windows and caps `policy` sets (waves.py; none: one wave, as many as concurrency)."""
+    waves, windows and caps `policy` sets (waves.py; none: one wave, as many as concurrency).
+    A roll back (rollout_report.roll_back) brings `nodes` of `rollback_of` to the manifest
+    published before that one's."""
     _require(actor)
     limit = parse_concurrency(concurrency)
     policy = policy or WavePolicy()
-    if manifest.status != DocumentStatus.PUBLISHED:
+    if manifest.status != DocumentStatus.PUBLISHED and rollback_of is None:
         raise RolloutRefused(
             f"{manifest.sku.name} {manifest.version} is {manifest.status}: only the published "
             "manifest is rolled out"
         )
-    nodes = list(behind_nodes(manifest))
+    nodes = list(behind_nodes(manifest)) if nodes is None else nodes
     if not nodes:
         raise RolloutRefused(f"no node is behind {manifest.sku.name} {manifest.version}")
     try:
@@ -123,6 +127,7 @@ def start_rollout(
                 manifest=manifest,
                 concurrency=limit,
                 created_by=actor if actor.is_authenticated else None,
+                rollback_of=rollback_of,
                 **vars(policy),
             )
             RolloutNode.objects.bulk_create(
@@ -148,7 +153,7 @@ def advance_rollout(rollout_id: int, now=None) -> Rollout:
         if rollout.state not in OPEN_ROLLOUT_STATES:
             return rollout
         _settle_running(rollout)
-        if rollout.manifest.status != DocumentStatus.PUBLISHED:
+        if rollout.manifest.status != DocumentStatus.PUBLISHED and rollout.rollback_of_id is None:
             _end(
                 rollout,
                 RolloutState.CANCELLED,
@@ -237,7 +242,9 @@ def _start_waiting(rollout: Rollout, entries: list[RolloutNode], now) -> None:
 def _start_one(rollout: Rollout, entry: RolloutNode) -> bool:
     """Start the entry's node, or settle why it cannot start; True when a run started."""
     node = Node.objects.get(pk=entry.node_id)
-    if manifest_id_of(node) == rollout.manifest_id:
+    # A node rolled back after a failed update may still be recorded on the older manifest
+    # while its firmware is not: a roll back reprovisions it whatever the record says.
+    if rollout.rollback_of_id is None and manifest_id_of(node) == rollout.manifest_id:
         _settle(entry, DONE, f"already on {rollout.manifest.version}")
         return False
     busy = Run.objects.filter(node=node, status__in=ACTIVE_RUN_STATUSES).first()
