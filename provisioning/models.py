@@ -286,6 +286,9 @@ class WipeCertificate(models.Model):
         default=list,
         help_text="[{model, serial, method, tool, result, verification, started_at, finished_at}]",
     )
+    # What the wipe run brought back to the manifest before the erase (a tenant may have
+    # flashed firmware or changed BIOS settings): [{component, from, to, phase}].
+    firmware_restored = models.JSONField(default=list, blank=True)
     requested_by = models.CharField(max_length=150)
     approved_by = models.CharField(max_length=150, blank=True)
     started_at = models.DateTimeField()

@@ -33,6 +33,7 @@ CERTIFICATE_KEYS = {
     "wipe_request",
     "run",
     "drives",
+    "firmware_restored",
     "requested_by",
     "approved_by",
     "started_at",
@@ -242,3 +243,38 @@ def test_a_drive_report_quoting_the_bmc_password_is_certified_redacted(alice, no
 
     assert certificate.drives[1]["verification"] == "sedutil: ipmitool -P [redacted] refused"
     assert "Tr0ub4dor" not in json.dumps(certificate_document(certificate))
+
+
+def test_the_certificate_records_the_firmware_a_tenant_flashed_and_the_wipe_restored(
+    alice, nodes, client
+):
+    # The tenant flashed its own BMC and changed a BIOS setting; the wipe run's phases, which
+    # run before the erase, brought both back to the manifest.
+    run, _ = _wiping(alice, nodes)
+    run.phases.filter(phase="bmc_firmware").update(
+        changes=[{"component": "bmc", "from": "1.14.0-tenant", "to": "1.12.0"}]
+    )
+    run.phases.filter(phase="bios_settings").update(
+        changes=[{"component": "SriovGlobalEnable", "from": "Disabled", "to": "Enabled"}]
+    )
+    certificate = erase_finished(run, [drive_report(run.node, i) for i in range(2)], passed=True)
+    assert certificate.firmware_restored == [
+        {"component": "bmc", "from": "1.14.0-tenant", "to": "1.12.0", "phase": "bmc_firmware"},
+        {"component": "SriovGlobalEnable", "from": "Disabled", "to": "Enabled",
+         "phase": "bios_settings"},
+    ]  # fmt: skip
+    assert certificate_document(certificate)["firmware_restored"] == certificate.firmware_restored
+    client.force_login(alice)
+    page = client.get(f"/wipes/certificates/{certificate.pk}/").content.decode()
+    assert "1.14.0-tenant" in page and "SriovGlobalEnable" in page
+
+    other = erase_finished(
+        _wiping_second(nodes), [drive_report(nodes[1], i) for i in range(2)], passed=True
+    )
+    assert other.firmware_restored == []
+    page = client.get(f"/wipes/certificates/{other.pk}/").content.decode()
+    assert "already matched the manifest" in page
+
+
+def _wiping_second(nodes) -> Run:
+    return Run.objects.get(node=nodes[1])

@@ -48,6 +48,12 @@ CERTIFICATE_SCOPE = (
     "This certificate covers the erase of the drives listed, and only that. Whether the node "
     "was reimaged, re-validated and returned to service is stated on wipe request {wipe}."
 )
+# The wipe run's phases that bring what a tenant could change back to the manifest: they run
+# before the erase, so the certificate written at the erase lists them.
+RESTORING_PHASES = (
+    "bmc_firmware", "bios_firmware", "hgx_firmware", "bios_settings",
+    "nic_firmware", "dpu_firmware", "nvme_firmware",
+)  # fmt: skip
 PASSED = CertificateResult.PASSED
 FAILED = CertificateResult.FAILED
 
@@ -147,6 +153,7 @@ def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> W
             run=run,
             result=PASSED if ok else FAILED,
             drives=entries,
+            firmware_restored=firmware_restored(run),
             requested_by=wipe.requested_by.get_username() if wipe.requested_by else "",
             started_at=min(starts, default=run.started_at or now),
             finished_at=max(ends, default=now),
@@ -183,6 +190,16 @@ def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> W
             )
         settle(wipe)
     return certificate
+
+
+def firmware_restored(run: Run) -> list[dict[str, Any]]:
+    """What the run's firmware and BIOS phases changed back to the manifest, in phase order."""
+    records = run.phases.filter(phase__in=RESTORING_PHASES).order_by("order")
+    return [
+        {**change, "phase": record.phase}
+        for record in records.only("phase", "changes")
+        for change in record.changes or []
+    ]
 
 
 def certificate_drives(node: Node, drives: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -398,6 +415,7 @@ def certificate_document(certificate: WipeCertificate) -> dict[str, Any]:
         "wipe_request": wipe.pk,
         "run": certificate.run_id,
         "drives": certificate.drives,
+        "firmware_restored": certificate.firmware_restored,
         "requested_by": certificate.requested_by,
         "approved_by": certificate.approved_by,
         "started_at": certificate.started_at.isoformat(),
