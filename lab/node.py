@@ -115,6 +115,9 @@ class LabNode:
     forgets_tasks_on_bmc_reset: bool = False
     tasks: dict[str, LabTask] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)  # token -> session id
+    # Mutating acts being answered now, and the most there ever were at once.
+    acts_in_flight: int = 0
+    most_acts_in_flight: int = 0
     licensed: bool = True
     requests: int = 0  # answered by the BMC (tests check a refusal was not retried)
     # Every request that changes something (not GET, not a session login or logout): tests

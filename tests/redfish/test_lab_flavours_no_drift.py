@@ -52,3 +52,5 @@ def test_second_pass_skips_every_firmware_phase(flavour, tmp_path):
     assert lab_node.firmware == firmware
     # Only the boot and power requests of pass two: no update was sent.
     assert not any("UpdateService" in w for w in lab_node.writes[writes:])
+    # Two passes of every phase: the BMC never answered two mutating acts at once (issue 36).
+    assert lab_node.most_acts_in_flight == 1
