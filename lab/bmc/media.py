@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from . import refusals
+from .answers import json_body
 from .resources import Paths, collection
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class MediaRoutes:
         return self.app._doc(self._body())
 
     async def _insert(self, request, match):
-        body = await _json(request)
+        body = await json_body(request)
         if body is None:
             return refusals.error(400, "Base.1.12.MalformedJSON", "The request body is not JSON")
         refused = refusals.insert_media(self.flavour, body, insert_path(self.paths))
@@ -144,7 +145,7 @@ class MediaRoutes:
         refused = self.app._if_match(request, self._body(), required=False)
         if refused:
             return refused
-        body = await _json(request) or {}
+        body = await json_body(request) or {}
         if body.get("Inserted") is False or ("Image" in body and not body["Image"]):
             self.node.eject_media()
         elif body.get("Image"):
@@ -157,7 +158,7 @@ class MediaRoutes:
         """iDRAC's SCP import: here only the one-time boot to the virtual CD."""
         if self.node.bios_job:
             return refusals.import_refused_while_pending()
-        body = await _json(request) or {}
+        body = await json_body(request) or {}
         boot_once = scp_boot_once(body)
         if boot_once is None:
             return refusals.error(
@@ -172,11 +173,3 @@ class MediaRoutes:
         response = web.Response(status=202)
         response.headers["Location"] = self.flavour.link(f"{self.paths.tasks}/{task}")
         return response
-
-
-async def _json(request: web.Request) -> dict[str, Any] | None:
-    try:
-        body = await request.json()
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return body if isinstance(body, dict) else None
