@@ -153,7 +153,8 @@ def _gpu(bus: str, tree: dict, position: int) -> dict:
     retired = tree.get("Retired Pages") if isinstance(tree.get("Retired Pages"), dict) else {}
     # Every driver prints it inside the PCI section (535 to 580 alike): read at the GPU's top
     # level only, a -q report never said how its links trained.
-    pci = tree.get("PCI") if isinstance(tree.get("PCI"), dict) else {}
+    found_pci = tree.get("PCI")
+    pci: dict = found_pci if isinstance(found_pci, dict) else {}
     found = pci.get("GPU Link Info") or tree.get("GPU Link Info")
     link: dict = found if isinstance(found, dict) else {}
     gen = link.get("PCIe Generation") or {}

@@ -207,7 +207,7 @@ def poll(session: AgentSession, known: set[int]) -> tuple[list[dict[str, Any]], 
     mostly that), and its liveness is written only every few polls (see seen).
     """
     now = timezone.now()
-    pending: list[dict[str, Any]] = []
+    pending: list[Any] = []
     if getattr(session, "has_open_commands", True):
         pending = list(
             AgentCommand.objects.filter(session=session, status__in=OPEN_COMMANDS)

@@ -132,7 +132,7 @@ class Gate:
         for entry in entries:
             if entry.status == RolloutNodeStatus.RUNNING:
                 gate.count(entry)
-        site_ids = {e.node.rack.site_id for e in entries if e.node.rack_id}
+        site_ids = {e.node.rack.site_id for e in entries if e.node.rack is not None}
         for window in MaintenanceWindow.objects.filter(site_id__in=site_ids):
             gate._windows.setdefault(window.site_id, []).append(window.as_window())
         for site in Site.objects.filter(pk__in=gate._windows):
@@ -140,9 +140,10 @@ class Gate:
         return gate
 
     def count(self, entry: RolloutNode) -> None:
-        if entry.node.rack_id:
-            self.in_flight_racks[entry.node.rack_id] += 1
-            self.in_flight_sites[entry.node.rack.site_id] += 1
+        rack = entry.node.rack
+        if rack is not None:
+            self.in_flight_racks[rack.pk] += 1
+            self.in_flight_sites[rack.site_id] += 1
 
     def refusal(self, entry: RolloutNode) -> str:
         """Why the entry waits now, or "" when it may start."""
