@@ -73,11 +73,17 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
+# The node plane (greenlight/node_wsgi.py) answers agents and boot firmware only: no session,
+# login, message, frame or CSP to look after, and no URL but theirs.
+GREENLIGHT_NODE_PLANE = env_bool("GREENLIGHT_NODE_PLANE", False)
+if GREENLIGHT_NODE_PLANE:
+    MIDDLEWARE = ["django.middleware.security.SecurityMiddleware"]
+
 if env_str("GREENLIGHT_QUERY_LOG_DIR"):
     # The benchmark counts the web server's queries too.
     MIDDLEWARE.insert(0, "common.instrumentation.QueryCountMiddleware")
 
-ROOT_URLCONF = "greenlight.urls"
+ROOT_URLCONF = "greenlight.node_urls" if GREENLIGHT_NODE_PLANE else "greenlight.urls"
 ASGI_APPLICATION = "greenlight.asgi.application"
 WSGI_APPLICATION = None
 

@@ -89,7 +89,8 @@ def start_agent_api(
     log=None,
     tls: tuple[Path, Path, Path] | None = None,
 ) -> tuple[subprocess.Popen, str]:
-    """Start the agents' API server (gunicorn, threads); return the process and its URL.
+    """Start the node plane's server (the agents' API and the boot plane: gunicorn, threads,
+    greenlight/node_wsgi.py); return the process and its URL.
 
     The agents' API is plain HTTP: a WSGI server answers it for a tenth of daphne's CPU per
     request (measured: 0.6 ms against 5.4 ms for the same refused check-in), and hundreds of
@@ -103,7 +104,7 @@ def start_agent_api(
         # Agents report every few seconds: a connection kept 75 s is not set up again each time.
         [sys.executable, "-m", "gunicorn", "-b", f"127.0.0.1:{port}", "-k", "gthread",
          "--threads", str(threads), "-w", "1", "--keep-alive", "75", *tls_args,
-         "greenlight.wsgi:application"],
+         "greenlight.node_wsgi:application"],
         cwd=ROOT, env={**WEB_SERVER_ENV, **env}, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip

@@ -37,6 +37,8 @@ WIRING = frozenset(
         "greenlight.urls",
         "greenlight.asgi",
         "greenlight.wsgi",
+        "greenlight.node_wsgi",
+        "greenlight.node_urls",
         "greenlight.celery",
     }
 )
