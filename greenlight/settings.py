@@ -74,10 +74,15 @@ MIDDLEWARE = [
 ]
 
 # The node plane (greenlight/node_wsgi.py) answers agents and boot firmware only: no session,
-# login, message, frame or CSP to look after, and no URL but theirs.
+# login, message, frame or CSP to look after, and no URL but theirs. CommonMiddleware stays for
+# the Host check against ALLOWED_HOSTS, which nothing else on that path would make.
 GREENLIGHT_NODE_PLANE = env_bool("GREENLIGHT_NODE_PLANE", False)
+NODE_PLANE_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
 if GREENLIGHT_NODE_PLANE:
-    MIDDLEWARE = ["django.middleware.security.SecurityMiddleware"]
+    MIDDLEWARE = list(NODE_PLANE_MIDDLEWARE)
 
 if env_str("GREENLIGHT_QUERY_LOG_DIR"):
     # The benchmark counts the web server's queries too.

@@ -34,14 +34,20 @@ def test_the_node_plane_keeps_only_the_security_middleware_and_its_own_urls():
         [sys.executable, "-c", probe], env=env, cwd=ROOT, capture_output=True, text=True, check=True
     )
     middleware, urlconf = json.loads(out.stdout.strip().splitlines()[-1])
-    assert middleware == ["django.middleware.security.SecurityMiddleware"]
+    assert middleware == [
+        "django.middleware.security.SecurityMiddleware",
+        "django.middleware.common.CommonMiddleware",
+    ]
     assert urlconf == "greenlight.node_urls"
 
 
 @pytest.mark.django_db
 @override_settings(
     ROOT_URLCONF="greenlight.node_urls",
-    MIDDLEWARE=["django.middleware.security.SecurityMiddleware"],
+    MIDDLEWARE=[
+        "django.middleware.security.SecurityMiddleware",
+        "django.middleware.common.CommonMiddleware",
+    ],
 )
 def test_agents_check_in_and_poll_there_and_the_pages_are_not_served(node):
     walk(node, NodeState.PROVISIONING)
@@ -67,3 +73,5 @@ def test_agents_check_in_and_poll_there_and_the_pages_are_not_served(node):
     assert client.get("/boot/v1/ipxe", {"mac": "02:00:00:00:00:99"}).status_code == 404
     for page in ("/", "/admin/", "/api/v1/nodes/", "/wipes/", "/accounts/login/"):
         assert client.get(page).status_code == 404, page
+    # The Host header is still checked against ALLOWED_HOSTS.
+    assert client.get("/boot/v1/ipxe", HTTP_HOST="evil.example").status_code == 400
