@@ -193,6 +193,7 @@ class AgentSession(models.Model):
     inventory = models.JSONField(default=dict, blank=True)
     inventory_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Both written every few polls, not each (sessions.seen): within two polls of the truth.
     last_seen_at = models.DateTimeField(default=timezone.now)
     # Each poll tells the agent when to ask again; an agent not heard from by this time is gone.
     expected_by = models.DateTimeField(default=timezone.now)

@@ -125,6 +125,9 @@ class Gate:
     in_flight_racks: Counter = field(default_factory=Counter)
     _windows: dict[int, list[windows.Window]] = field(default_factory=dict)
     _zones: dict[int, Any] = field(default_factory=dict)
+    # Sites whose windows cannot be read (a zone or weekday the admin's checks never saw, as a
+    # raw edit of the rows could leave): their nodes wait, saying why, and nothing else stops.
+    _unreadable: dict[int, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, rollout: Rollout, entries: list[RolloutNode], now: datetime) -> Gate:
@@ -134,9 +137,15 @@ class Gate:
                 gate.count(entry)
         site_ids = {e.node.rack.site_id for e in entries if e.node.rack is not None}
         for window in MaintenanceWindow.objects.filter(site_id__in=site_ids):
-            gate._windows.setdefault(window.site_id, []).append(window.as_window())
+            try:
+                gate._windows.setdefault(window.site_id, []).append(window.as_window())
+            except windows.BadWindow as exc:
+                gate._unreadable[window.site_id] = f"window {window}: {exc}"
         for site in Site.objects.filter(pk__in=gate._windows):
-            gate._zones[site.pk] = windows.zone(site.time_zone)
+            try:
+                gate._zones[site.pk] = windows.zone(site.time_zone)
+            except windows.BadWindow as exc:
+                gate._unreadable[site.pk] = str(exc)
         return gate
 
     def count(self, entry: RolloutNode) -> None:
@@ -150,6 +159,9 @@ class Gate:
         rack = entry.node.rack
         if rack is None:
             return ""
+        unreadable = self._unreadable.get(rack.site_id)
+        if unreadable:
+            return f"waiting: {rack.site.name}'s maintenance windows cannot be read ({unreadable})"
         site_windows = self._windows.get(rack.site_id, [])
         zone = self._zones.get(rack.site_id)
         if site_windows and zone and not windows.is_open(site_windows, zone, self.now):

@@ -4,8 +4,6 @@ and the phase; "roll back" returns the node to the previous manifest, whose vers
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import yaml
 
@@ -19,18 +17,9 @@ from provisioning.day2.rollouts import start_rollout
 from provisioning.day2.waves import WavePolicy
 from provisioning.models import Rollout
 from tests import factories
+from tests.support.slurm import until
 
 NEW_BMC = "7.10.50.00"
-
-
-def _wait_for(condition, what: str, timeout_s: float = 240.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _publish_new_bmc(manifest: Manifest) -> Manifest:
@@ -76,9 +65,10 @@ def test_a_bad_image_trips_the_canary_and_roll_back_restores_the_node(tmp_path):
         )
         assert rollout.entries.get(wave=0).node_id == canary.pk
 
-        paused = _wait_for(
+        paused = until(
             lambda: Rollout.objects.filter(pk=rollout.pk, state=RolloutState.PAUSED).first(),
             "the canary's failure to pause the rollout",
+            timeout=240,
         )
         assert "wave 1 failed 1 of 1 nodes" in paused.reason and canary.serial in paused.reason
         (wave_1, wave_2) = report(paused)
@@ -89,9 +79,10 @@ def test_a_bad_image_trips_the_canary_and_roll_back_restores_the_node(tmp_path):
         lab.hall.clear_fault(canary.serial)
         back = roll_back(paused, None, actor=tech)
         assert back.manifest == before
-        done = _wait_for(
+        done = until(
             lambda: Rollout.objects.filter(pk=back.pk, state=RolloutState.FINISHED).first(),
             "the roll back to finish",
+            timeout=240,
         )
         (entry,) = done.entries.all()
         assert entry.status == RolloutNodeStatus.DONE and entry.run.status == RunStatus.SUCCEEDED

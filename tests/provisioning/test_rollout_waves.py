@@ -108,6 +108,18 @@ def test_nodes_start_only_inside_their_sites_maintenance_window(manifest, profil
     assert set(statuses(rollout)) == {RUNNING}
 
 
+def test_a_site_whose_windows_cannot_be_read_holds_its_nodes_and_no_other(manifest, profile, bob):
+    new, nodes = _fleet(manifest, [("mars", "M01"), ("austin", "A01")])
+    mars = Site.objects.get(name="mars")
+    MaintenanceWindow.objects.create(site=mars, days="daily", start=time(0), end=time(23, 59))
+    Site.objects.filter(pk=mars.pk).update(time_zone="Mars/Olympus")  # past the admin's check
+    rollout = start_rollout(new, actor=bob, concurrency=5)
+    held, other = rollout.entries.get(node=nodes[0]), rollout.entries.get(node=nodes[1])
+    assert other.status == RUNNING and held.status == W
+    assert held.reason.startswith("waiting: mars's maintenance windows cannot be read")
+    assert "Mars/Olympus" in held.reason
+
+
 def test_site_and_rack_caps_bound_the_nodes_in_flight(manifest, profile, bob):
     placement = [("hall-1", "R01")] * 3 + [("hall-1", "R02")] * 2 + [("hall-2", "R09")] * 2
     new, nodes = _fleet(manifest, placement)
