@@ -27,7 +27,8 @@ class Window:
     start: time
     end: time
 
-    def _spans(self, day: datetime) -> tuple[datetime, datetime]:
+    def spans(self, day: datetime) -> tuple[datetime, datetime]:
+        """When the window opening on `day` (local) opens and closes."""
         opens = day.replace(hour=self.start.hour, minute=self.start.minute, second=0, microsecond=0)
         closes = day.replace(hour=self.end.hour, minute=self.end.minute, second=0, microsecond=0)
         if closes <= opens:
@@ -74,7 +75,7 @@ def is_open(windows: Iterable[Window], tz: ZoneInfo, at: datetime) -> bool:
         # Yesterday's window may run past midnight into today.
         for day in (local - timedelta(days=1), local):
             if day.weekday() in window.days:
-                opens, closes = window._spans(day)
+                opens, closes = window.spans(day)
                 if opens <= local < closes:
                     return True
     return False
@@ -84,7 +85,7 @@ def next_opening(windows: Iterable[Window], tz: ZoneInfo, at: datetime) -> datet
     """When the next window opens after `at` (in the site's zone); None with no windows."""
     local = at.astimezone(tz)
     starts = [
-        window._spans(local + timedelta(days=offset))[0]
+        window.spans(local + timedelta(days=offset))[0]
         for window in windows
         for offset in range(8)
         if (local + timedelta(days=offset)).weekday() in window.days

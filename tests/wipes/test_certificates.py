@@ -278,3 +278,15 @@ def test_the_certificate_records_the_firmware_a_tenant_flashed_and_the_wipe_rest
 
 def _wiping_second(nodes) -> Run:
     return Run.objects.get(node=nodes[1])
+
+
+def test_restored_versions_are_kept_redacted(alice, nodes):
+    # A BMC that echoes its own password into a version string must not put it on a document.
+    run, _ = _wiping(alice, nodes)
+    password = run.node.bmc_password
+    run.phases.filter(phase="bmc_firmware").update(
+        changes=[{"component": "bmc", "from": f"1.0 (user admin:{password})", "to": "1.12.0"}]
+    )
+    certificate = erase_finished(run, [drive_report(run.node, i) for i in range(2)], passed=True)
+    assert password not in json.dumps(certificate_document(certificate))
+    assert certificate.firmware_restored[0]["to"] == "1.12.0"

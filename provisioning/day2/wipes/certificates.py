@@ -153,7 +153,8 @@ def erase_finished(run: Run, drives: list[dict[str, Any]], *, passed: bool) -> W
             run=run,
             result=PASSED if ok else FAILED,
             drives=entries,
-            firmware_restored=firmware_restored(run),
+            # Versions as the BMC and the agent reported them: kept redacted, as the drives are.
+            firmware_restored=redactor_for(node).tree(firmware_restored(run)),
             requested_by=wipe.requested_by.get_username() if wipe.requested_by else "",
             started_at=min(starts, default=run.started_at or now),
             finished_at=max(ends, default=now),
