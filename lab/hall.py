@@ -224,9 +224,13 @@ class LabHall:
         """Write the inventory JSON, readable by its owner only (it holds BMC passwords)."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # Written aside and renamed into place: whoever waits for the file to appear (the lab
+        # serve test, an enrolling script) never reads it half written (a clean-clone CI run did).
+        partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             json.dump(self.inventory(), handle, indent=2)
+        os.replace(partial, target)
         return target
 
 
