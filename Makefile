@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Parallel test processes; 2 fits the 2-core CI machine.
 TEST_JOBS ?= 2
 
-.PHONY: demo test bench lint install
+.PHONY: demo test bench bench-intake lint install
 
 $(STAMP): requirements.txt requirements-lab.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,3 +42,8 @@ BENCH_ENV = DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) \
 bench: $(STAMP)
 	$(BENCH_ENV) $(PY) manage.py bench_db
 	$(BENCH_ENV) $(PY) manage.py bench --json var/bench/bench.json $(BENCH_ARGS)
+
+# Intake: N lab BMCs enrolled over Redfish at a concurrency (INTAKE_ARGS="--nodes 5000").
+bench-intake: $(STAMP)
+	$(BENCH_ENV) $(PY) manage.py bench_db
+	$(BENCH_ENV) $(PY) manage.py bench_intake --json var/bench/intake.json $(INTAKE_ARGS)
