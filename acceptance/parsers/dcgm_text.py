@@ -16,6 +16,10 @@ with no test row before it:
     | Error                     | GPU 3 has uncorrectable memory errors and row  |
 
 That row is the section's own failure (a "deployment" test that failed), naming its GPU.
+
+A deployment check that fails on several GPUs prints one Error row joining a message per GPU
+("... as root., Persistence mode for GPU 1 ..."), and a test failed on "All" prints a Warning row
+per GPU: each GPU's finding quotes the messages that name it, not its neighbours'.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ DETAIL_ROWS = {"warning", "error", "info"}
 METADATA = {"dcgm version", "driver version detected", "gpu device ids detected"}
 # dcgmi's result column holds this many characters; longer messages wrap onto continuation rows.
 WRAP_WIDTH = 45
+# dcgmi joins the messages of one row with "," (3.3) or ", " (3.1) after each message's full stop.
+JOINED = re.compile(r"(?<=\.),\s*(?=[A-Z])")
 # Display names of the 3.x table and the 4.x plugin names, as the JSON parser keys them.
 TEST_KEYS = {"gpu memory": "memory", "pulse test": "pulse_test", "pcie": "pcie"}
 
@@ -103,7 +109,7 @@ def _read_rows(text: str) -> tuple[dict[str, str], dict[str, dict], bool]:
         elif name.lower() in DETAIL_ROWS:
             in_detail = current is not None
             if current is not None:
-                current["detail"].append(value)
+                current["detail"].append([value])
         elif not name:
             _continuation(value, current, in_detail)
         elif r := RESULT.match(value):
@@ -115,7 +121,7 @@ def _read_rows(text: str) -> tuple[dict[str, str], dict[str, dict], bool]:
 
 
 def _section_failure(section: str, error: str) -> dict:
-    return {"section": section, "status": "fail", "who": "", "gpus": {}, "detail": [error]}
+    return {"section": section, "status": "fail", "who": "", "gpus": {}, "detail": [[error]]}
 
 
 def _continuation(value: str, current: dict | None, in_detail: bool) -> None:
@@ -123,8 +129,8 @@ def _continuation(value: str, current: dict | None, in_detail: bool) -> None:
         return
     if (m := PER_GPU.match(value)) and not in_detail:
         current["gpus"][int(m.group(1))] = m.group(2).lower()
-    elif in_detail:
-        current["detail"].append(value)
+    elif in_detail and current["detail"]:
+        current["detail"][-1].append(value)
 
 
 def _detail(chunks: list[str]) -> str:
@@ -135,10 +141,30 @@ def _detail(chunks: list[str]) -> str:
     return text
 
 
+def _messages(rows: list[list[str]]) -> list[str]:
+    """Each detail row's text, split into the messages dcgmi joined; a message that names no GPU
+    stays with the one before it (its explanation, not another GPU's)."""
+    messages: list[str] = []
+    for chunks in rows:
+        for part in JOINED.split(_detail(chunks)):
+            if messages and not GPU_IN_TEXT.search(part):
+                messages[-1] += ", " + part
+            else:
+                messages.append(part)
+    return messages
+
+
+def _about(gpu: int | None, messages: list[str], whole: str) -> str:
+    """The messages that name the GPU; the whole detail when none does (or for the node)."""
+    own = [m for m in messages if gpu is not None and str(gpu) in GPU_IN_TEXT.findall(m)]
+    return " ".join(own) if own else whole
+
+
 def _summarise(name: str, test: dict, out: ParseResult) -> dict:
     """The test's status and failed GPUs; a finding per failed GPU goes to out."""
     status = test["status"]
-    detail = _detail(test["detail"])
+    messages = _messages(test["detail"])
+    detail = " ".join(messages)
     failed_gpus = sorted(g for g, s in test["gpus"].items() if s == "fail")
     if status == "fail" and not failed_gpus:
         failed_gpus = sorted({int(g) for g in GPU_IN_TEXT.findall(test["who"] + " " + detail)})
@@ -146,11 +172,12 @@ def _summarise(name: str, test: dict, out: ParseResult) -> dict:
         why = detail or f"status Fail{' - ' + test['who'] if test['who'] else ''}"
         for gpu in failed_gpus or [None]:
             part = f"GPU {gpu}" if gpu is not None else "node"
+            own = _about(gpu, messages, why)
             out.findings.append(
                 Finding(
                     part,
                     "gpu" if gpu is not None else "node",
-                    f"{part}: DCGM {name} failed: {why}",
+                    f"{part}: DCGM {name} failed: {own}",
                     Severity.CRITICAL,
                     "dcgm_test_failed",
                 )

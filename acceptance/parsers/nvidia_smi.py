@@ -8,8 +8,11 @@ sram_*/dram_* after), so any counter under ecc_errors whose name says "uncorrect
 
 Each finding names the GPU by index, bus id and serial. Retired pages pending (pre-Ampere) and
 row remapping pending fail the GPU. A PCIe link narrower or slower than its maximum fails the
-GPU only under load: an idle GPU drops its link to Gen1 (and a mobile one its width) to save
-power, so an idle report says nothing about the link's training.
+GPU only under load: an idle GPU drops its link to Gen1 to save power, so an idle generation
+says nothing about the link's training. NVIDIA documents that an unused GPU may narrow its link
+too, and an idle report cannot tell that from a slot wired or trained narrow: an idle link
+narrower than its maximum is a warning naming the GPU (read it again under load), neither
+silence nor a failure.
 """
 
 from __future__ import annotations
@@ -137,8 +140,8 @@ def _findings(gpu: dict) -> list[Finding]:
     part = f"GPU {gpu['index']}"
     named = f"{part} ({gpu['bus_id']})" if gpu["bus_id"] else part
 
-    def finding(message: str, code: str) -> Finding:
-        return Finding(part, "gpu", f"{named}: {message}", Severity.CRITICAL, code, gpu["serial"])
+    def finding(message: str, code: str, severity: Severity = Severity.CRITICAL) -> Finding:
+        return Finding(part, "gpu", f"{named}: {message}", severity, code, gpu["serial"])
 
     out = []
     if gpu["ecc_volatile_uncorrectable"] or gpu["ecc_aggregate_uncorrectable"]:
@@ -171,9 +174,15 @@ def _findings(gpu: dict) -> list[Finding]:
 def _link_findings(gpu: dict, finding) -> list[Finding]:
     out: list[Finding] = []
     width, width_max = gpu.get("pcie_width_current"), gpu.get("pcie_width_max")
+    narrow = bool(width and width_max and width < width_max)
     if not _under_load(gpu):
+        if narrow:
+            state = gpu.get("performance_state")
+            idle = f"while idle ({state})" if state else "while idle"
+            message = f"PCIe link at x{width} of x{width_max} {idle}; read it under load"
+            out.append(finding(message, "pcie_width_idle", Severity.WARNING))
         return out
-    if width and width_max and width < width_max:
+    if narrow:
         out.append(finding(f"PCIe link trained at x{width} of x{width_max}", "pcie_width_degraded"))
     gen, gen_max = gpu.get("pcie_gen_current"), gpu.get("pcie_gen_max")
     if gen and gen_max and gen < gen_max:

@@ -92,3 +92,33 @@ def test_a_deployment_info_row_naming_gpus_is_not_a_failure():
     result = dcgm.parse(text)
     assert result.metrics["failed_tests"] == ["memory"]
     assert "deployment" not in result.metrics["tests"]
+
+
+H200_PERSISTENCE = "real/dcgmi_text_3.1.8_r1_h200x8_persistence_mode_fail_gpus0_5.txt"
+
+
+def test_a_deployment_row_failing_on_several_gpus_quotes_each_gpu_its_own_message():
+    # One Error row joins a message per GPU ("... as root., Persistence mode for GPU 1 ...").
+    result = dcgm.parse(read(H200_PERSISTENCE))
+    by_part = {f.part: f.message for f in result.findings}
+    assert sorted(by_part) == [f"GPU {n}" for n in range(6)]  # dcgmi cut its text in GPU 5's
+    assert "Persistence mode for GPU 3 is currently disabled" in by_part["GPU 3"]
+    assert "GPU 0" not in by_part["GPU 3"] and "GPU 4" not in by_part["GPU 3"]
+    assert by_part["GPU 5"].endswith("requires peristence mod")
+
+
+def test_a_warning_row_per_gpu_is_quoted_by_that_gpu_alone():
+    text = read("real/dcgmi_text_3.3.8_ncclt264_deployment_info_gpus_memory_fail_all.txt")
+    by_part = {f.part: f.message for f in dcgm.parse(text).findings}
+    assert by_part["GPU 6"].startswith("GPU 6: DCGM memory failed: GPU 6 Error using CUDA API")
+    assert all(f"GPU {n} Error" not in by_part["GPU 6"] for n in (0, 1, 2, 3, 4, 5, 7))
+
+
+def test_a_deployment_failure_cut_short_never_passes():
+    text = read(H200_PERSISTENCE)
+    before_the_failure = text[: text.index("| Persistence Mode")]
+    assert "truncated" in dcgm.parse(before_the_failure).error
+    inside_its_error = text[: text.index("GPU 2 is cur")]
+    result = dcgm.parse(inside_its_error)
+    assert result.metrics["complete"] is False
+    assert {f.part for f in result.findings} == {"GPU 0", "GPU 1"}

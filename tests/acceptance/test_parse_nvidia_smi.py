@@ -1,6 +1,9 @@
 """nvidia-smi -q -x: SwPowerCap is normal at load; hardware and thermal slowdowns are not."""
 
+import pytest
+
 from acceptance.parsers import nvidia_smi
+from acceptance.parsers.base import Severity
 
 from .sample_files import read
 
@@ -132,3 +135,28 @@ def test_a_quoted_paste_reads_as_the_report():
     quoted = "\n".join("> " + line for line in text.splitlines())
     plain, got = nvidia_smi.parse(text), nvidia_smi.parse(quoted)
     assert got.error is None and got.findings == plain.findings
+
+
+def test_an_idle_link_narrower_than_its_maximum_warns_naming_the_gpu():
+    # A real idle L4: Gen1 of Gen4 (power saving, silent) and x8 of x16 (worth a second look).
+    result = nvidia_smi.parse(read("real/nvidia_smi_q_gls_l4_idle_gen1_x8_of_x16.txt"))
+    (finding,) = result.findings
+    assert finding.severity == Severity.WARNING and finding.code == "pcie_width_idle"
+    assert finding.part == "GPU 8" and finding.part_serial == "1653723016068"
+    assert "x8 of x16 while idle (P8)" in finding.message and "00000000:01:00.0" in finding.message
+
+
+DOWNTRAINED = [
+    "real/nvidia_smi_q_535.247.01_dcgm232_aws_a10g_x8_of_x16_p0.txt",
+    "real/nvidia_smi_q_550.54.14_gls_rtx4060ti_2gpu_gpu0_x4_of_x8.txt",
+    "real/nvidia_smi_x_515.65.01_datakit_gtx1050_laptop_x8_of_x16_p3.xml",
+]
+
+
+@pytest.mark.parametrize("name", DOWNTRAINED)
+@pytest.mark.parametrize("keep", [0.1, 0.5, 0.9])
+def test_a_real_downtrained_report_cut_short_is_an_error_not_its_finding(name, keep):
+    text = read(name)
+    assert [f.code for f in nvidia_smi.parse(text).findings] == ["pcie_width_degraded"]
+    cut = nvidia_smi.parse(text[: int(len(text) * keep)])
+    assert cut.error and not cut.findings
