@@ -32,7 +32,6 @@ SIGNATURE_HEADER = "X-Greenlight-Signature"
 EVENT_NAME = "node.state_changed"
 TIMEOUT_S = 10.0
 BACKOFF_BASE_S = 5
-BACKOFF_CAP_S = 1800
 
 
 class DeliveryFailed(Exception):
@@ -116,9 +115,13 @@ def deliver(url: str, body: str, event_id: int, *, secret: str | None = None) ->
     return response.status_code
 
 
-def backoff_s(retries: int) -> int:
-    """Seconds before retry number `retries + 1`: 5, 10, 20, ... capped at 30 minutes."""
-    return min(BACKOFF_BASE_S * 2**retries, BACKOFF_CAP_S)
+def backoff_s(retries: int) -> float:
+    """Seconds before retry number `retries + 1`: 5, 10, 20, 40, then GREENLIGHT_MAX_COUNTDOWN_S.
+
+    Capped at the longest countdown any task is sent with: a retry held longer than the broker's
+    visibility timeout would be redelivered to a second worker, a second POST of the same event.
+    """
+    return min(BACKOFF_BASE_S * 2**retries, settings.GREENLIGHT_MAX_COUNTDOWN_S)
 
 
 @shared_task(bind=True, ignore_result=True, acks_late=True)

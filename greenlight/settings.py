@@ -200,16 +200,38 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 # session set-up), the largest single cost of a worker in the 741-node benchmark. With it, a
 # thread's connection is reused and recycled every 2 x N tasks; CONN_MAX_AGE still applies.
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 500, minimum=0)
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600, minimum=1)
-}
+# Redis hands a message not acknowledged within this many seconds to another worker: a task sent
+# with a longer countdown is redelivered each time it passes (Celery #5935, #2599, #5306).
+_VISIBILITY_TIMEOUT_S = env_int("CELERY_VISIBILITY_TIMEOUT", 600, minimum=1)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _VISIBILITY_TIMEOUT_S}
+# The longest countdown a task is sent with, in wall seconds. A look due further ahead is only its
+# row (Run.next_look_at) until the sweep sends it; at most half the visibility timeout, so that a
+# message's countdown and its wait in a busy queue together stay under it.
+GREENLIGHT_MAX_COUNTDOWN_S = env_float(
+    "GREENLIGHT_MAX_COUNTDOWN_S",
+    min(60.0, _VISIBILITY_TIMEOUT_S / 2),
+    above=0,
+    maximum=_VISIBILITY_TIMEOUT_S / 2,
+)
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "greenlight" + _TEST_WORKER)
 CELERY_BEAT_SCHEDULE = {
     "sweep-lost-runs": {
         "task": "provisioning.tasks.sweep",
-        "schedule": env_float("GREENLIGHT_SWEEP_SECONDS", 30.0, above=0),
+        # No longer than the longest countdown: the sweep sends the looks that come within it,
+        # so a sweep less often than that would send them late.
+        "schedule": env_float(
+            "GREENLIGHT_SWEEP_SECONDS",
+            min(30.0, GREENLIGHT_MAX_COUNTDOWN_S),
+            above=0,
+            maximum=GREENLIGHT_MAX_COUNTDOWN_S,
+        ),
     },
 }
+# Exactly one beat sends the periodic tasks, however many are started: each holds a lease row in
+# the database to send (common/beat_lease.py), renewed on its ticks; a second waits for it to lapse.
+CELERY_BEAT_SCHEDULER = "common.beat_lease:LeasedScheduler"
+# Wall seconds a beat's lease lasts unless renewed: how long a dead beat's periodic tasks wait.
+GREENLIGHT_BEAT_LEASE_S = env_float("GREENLIGHT_BEAT_LEASE_S", 30.0, minimum=3)
 
 AUTHENTICATION_BACKENDS = [
     # First, so that a locked-out username and address is refused before a password is checked.
@@ -385,7 +407,9 @@ GREENLIGHT_ALERTMANAGER_TOKEN = env_str("GREENLIGHT_ALERTMANAGER_TOKEN")
 # Receivers of a signed POST on every node state change, and the HMAC-SHA256 key that signs it.
 GREENLIGHT_WEBHOOK_URLS = env_list("GREENLIGHT_WEBHOOK_URLS", [])
 GREENLIGHT_WEBHOOK_SECRET = env_str("GREENLIGHT_WEBHOOK_SECRET")
-GREENLIGHT_WEBHOOK_MAX_RETRIES = env_int("GREENLIGHT_WEBHOOK_MAX_RETRIES", 8, minimum=0)
+# 24 retries, their backoff capped at GREENLIGHT_MAX_COUNTDOWN_S (fleet/webhooks.py): a receiver
+# is tried for about 21 minutes before a delivery is dropped.
+GREENLIGHT_WEBHOOK_MAX_RETRIES = env_int("GREENLIGHT_WEBHOOK_MAX_RETRIES", 24, minimum=0)
 # NetBox push sync: scheduled only when both are set.
 GREENLIGHT_NETBOX_URL = env_str("GREENLIGHT_NETBOX_URL")
 GREENLIGHT_NETBOX_TOKEN = env_str("GREENLIGHT_NETBOX_TOKEN")

@@ -87,6 +87,8 @@ class LabRun:
             GREENLIGHT_STEP_LEASE_S=30,
             GREENLIGHT_SWEEP_GRACE_S=5,
             GREENLIGHT_SWEEP_SECONDS=2,
+            # A beat killed by an earlier run on this database is taken over in seconds.
+            GREENLIGHT_BEAT_LEASE_S=6,
             **c.extra_env,
         )
         try:

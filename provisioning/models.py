@@ -47,6 +47,9 @@ class Run(models.Model):
     nudged_at = models.DateTimeField(null=True, blank=True)
     # When the sweep last re-sent this run's look: it waits a whole margin before another.
     resent_at = models.DateTimeField(null=True, blank=True)
+    # When this look's message was sent: at the hand-over, or by the sweep once the look came
+    # within GREENLIGHT_MAX_COUNTDOWN_S. Null while a look further ahead is only this row.
+    dispatched_at = models.DateTimeField(null=True, blank=True)
     wait_reason = models.CharField(max_length=300, blank=True)
     last_error = models.TextField(blank=True)
     transient_budget = models.PositiveSmallIntegerField(default=0)

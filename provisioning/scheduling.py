@@ -3,6 +3,13 @@
 A run's step is claimed by the task that carries its number (engine.advance). While a step runs,
 the run is RUNNING under a lease (`next_look_at`); a look requested meanwhile is remembered in
 `nudged_at` and honoured when the step hands over, so two steps of one run never overlap.
+
+Long waits are rows, not messages: no task is sent with a countdown over
+GREENLIGHT_MAX_COUNTDOWN_S. Redis hands a message still unacknowledged after its visibility
+timeout to another worker, and a message with a countdown is held unacknowledged until it is due:
+a look hours ahead would be redelivered every ten minutes (Celery #5935, #2599, #5306). A look due
+further ahead is only its row (`next_look_at`, `dispatched_at` null) until the sweep sends it
+(core/sweep.py, `dispatch_due`).
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -23,7 +31,15 @@ ADVANCE_RUN_TASK = "provisioning.tasks.advance_run"
 
 
 def send_step(run_id: int, step: int, countdown: float = 0.0) -> None:
-    """Send the task for `step` of a run once the current transaction commits."""
+    """Send the task for `step` of a run once the current transaction commits.
+
+    Raises ValueError for a countdown over GREENLIGHT_MAX_COUNTDOWN_S: such a look is a row.
+    """
+    if countdown > settings.GREENLIGHT_MAX_COUNTDOWN_S:
+        raise ValueError(
+            f"a countdown of {countdown:.0f} s is over GREENLIGHT_MAX_COUNTDOWN_S "
+            f"({settings.GREENLIGHT_MAX_COUNTDOWN_S:g} s): leave the look to the sweep"
+        )
 
     def send() -> None:
         current_app.send_task(ADVANCE_RUN_TASK, (run_id, step), countdown=countdown or None)
@@ -33,7 +49,12 @@ def send_step(run_id: int, step: int, countdown: float = 0.0) -> None:
 
 
 def hand_over(
-    run: Run, due: datetime, wait_reason: str | None = None, *, claimed_at: datetime | None = None
+    run: Run,
+    due: datetime,
+    wait_reason: str | None = None,
+    *,
+    claimed_at: datetime | None = None,
+    now: datetime | None = None,
 ) -> None:
     """End the current step: the run waits until `due` (or now, if it was nudged meanwhile).
 
@@ -41,10 +62,17 @@ def hand_over(
     is when the step claimed the run (without it, a nudge during the step is not looked for).
 
     `next_look_at` is written first: if the message is lost (Redis flushed, worker killed), the
-    sweep finds the run overdue and sends it again.
+    sweep finds the run overdue and sends it again. A look due within GREENLIGHT_MAX_COUNTDOWN_S
+    is sent now with its countdown; one further ahead is left to the sweep (`dispatch_due`).
     """
-    now = timezone.now()
-    fields = {"status": RunStatus.WAITING, "next_look_at": due}
+    now = now or timezone.now()
+    countdown = max((due - now).total_seconds(), 0.0)
+    send_now = countdown <= settings.GREENLIGHT_MAX_COUNTDOWN_S
+    fields = {
+        "status": RunStatus.WAITING,
+        "next_look_at": due,
+        "dispatched_at": now if send_now else None,
+    }
     if wait_reason is not None:
         fields["wait_reason"] = wait_reason
     # Only the step that holds the run hands it over; a nudge that came while it ran (it is
@@ -52,8 +80,9 @@ def hand_over(
     held = Run.objects.filter(pk=run.pk, step=run.step, status=RunStatus.RUNNING)
     not_nudged = Q(nudged_at__isnull=True) | Q(nudged_at__lt=claimed_at) if claimed_at else Q()
     if held.filter(not_nudged).update(**fields):
-        send_step(run.pk, run.step, max((due - now).total_seconds(), 0.0))
-    elif held.update(**{**fields, "next_look_at": now}):
+        if send_now:
+            send_step(run.pk, run.step, countdown)
+    elif held.update(**{**fields, "next_look_at": now, "dispatched_at": now}):
         send_step(run.pk, run.step)
 
 

@@ -6,7 +6,7 @@ from celery import shared_task
 from celery.signals import before_task_publish, worker_shutdown
 
 from .core import engine
-from .core.sweep import queue_lag_s, stamp_sent_at
+from .core.sweep import dispatch_due, queue_lag_s, stamp_sent_at
 from .core.sweep import sweep as sweep_runs
 from .day2 import rollouts
 from .day2.rollouts import ADVANCE_ROLLOUT_TASK
@@ -34,10 +34,13 @@ def advance_rollout(rollout_id: int) -> None:
 
 @shared_task(name=SWEEP_TASK, bind=True)
 def sweep(self) -> int:
-    """Re-send lost steps and advance open rollouts (Celery beat runs this periodically)."""
+    """Re-send lost steps, send the steps coming due and advance open rollouts (Celery beat
+    runs this periodically); return how many steps were sent."""
     # A rollout whose wake-up message was lost moves on here.
     rollouts.advance_open_rollouts()
-    return sweep_runs(queue_lag_s=queue_lag_s(self.request))
+    # Lost looks first: a look both lost and never sent is re-sent once, by the first.
+    resent = sweep_runs(queue_lag_s=queue_lag_s(self.request))
+    return resent + dispatch_due()
 
 
 @before_task_publish.connect

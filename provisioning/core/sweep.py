@@ -5,18 +5,24 @@ waiting in the queue. Re-sending it then only lengthens the queue that made it l
 sweep would add a message per run: a backlog that feeds itself. So a look counts as lost only
 when it is overdue by the grace *plus the queue's own lag*, measured on the sweep's message
 (`queue_lag_s`), and a run once re-sent is not re-sent again within that margin.
+
+The sweep also sends the looks that were only rows (scheduling.py: a look due further ahead than
+GREENLIGHT_MAX_COUNTDOWN_S is not sent at the hand-over): every waiting run whose look falls
+within that span and was not sent yet is sent now, with the countdown to its due time, and marked
+(`dispatched_at`) so the next sweep leaves it alone. A sweep at least as often as that span (the
+settings hold GREENLIGHT_SWEEP_SECONDS to it) sends every look before it is due.
 """
 
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from ..choices import ACTIVE_RUN_STATUSES
+from ..choices import ACTIVE_RUN_STATUSES, RunStatus
 from ..models import Run
 from ..scheduling import send_step
 
@@ -24,9 +30,9 @@ from ..scheduling import send_step
 SENT_AT_HEADER = "greenlight_sent_at"
 
 
-def sweep(queue_lag_s: float = 0.0) -> int:
+def sweep(queue_lag_s: float = 0.0, *, now: datetime | None = None) -> int:
     """Re-send the step of every active run whose look seems lost; return how many."""
-    now = timezone.now()
+    now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.GREENLIGHT_SWEEP_GRACE_S + max(queue_lag_s, 0.0))
     overdue = list(
         Run.objects.filter(status__in=ACTIVE_RUN_STATUSES, next_look_at__lt=cutoff)
@@ -34,11 +40,33 @@ def sweep(queue_lag_s: float = 0.0) -> int:
         .values_list("pk", "step")
     )
     if overdue:
-        Run.objects.filter(pk__in=[pk for pk, _ in overdue]).update(resent_at=now)
+        Run.objects.filter(pk__in=[pk for pk, _ in overdue]).update(
+            resent_at=now, dispatched_at=now
+        )
     for run_id, step in overdue:
         # A duplicate is harmless: the step number lets only one task claim it.
         send_step(run_id, step)
     return len(overdue)
+
+
+def dispatch_due(*, now: datetime | None = None) -> int:
+    """Send the look of every waiting run that comes due within the longest countdown and was
+    only a row until now; return how many."""
+    now = now or timezone.now()
+    horizon = now + timedelta(seconds=settings.GREENLIGHT_MAX_COUNTDOWN_S)
+    waiting = Run.objects.filter(status=RunStatus.WAITING)
+    # Marked first, then read back by the mark. The conditional UPDATE is the claim: of two sweeps
+    # at once (a backlog of sweep messages) only one marks a run. A run handed over again in
+    # between (a new step, a new look) carries another mark or none, and is not sent with a step
+    # it no longer has.
+    if not waiting.filter(dispatched_at__isnull=True, next_look_at__lte=horizon).update(
+        dispatched_at=now
+    ):
+        return 0
+    due = list(waiting.filter(dispatched_at=now).values_list("pk", "step", "next_look_at"))
+    for run_id, step, look_at in due:
+        send_step(run_id, step, max(((look_at or now) - now).total_seconds(), 0.0))
+    return len(due)
 
 
 def stamp_sent_at(headers: dict) -> None:

@@ -29,10 +29,11 @@ def _grace(settings):
 
 
 def _overdue_run(seconds: float) -> Run:
-    """A waiting run whose every phase is done, its next look due `seconds` ago."""
+    """A waiting run whose every phase is done, its next look due `seconds` ago and sent."""
     node = walk(factories.make_node(), NodeState.VALIDATING)
     run = make_run(node, status=RunStatus.WAITING)
-    Run.objects.filter(pk=run.pk).update(next_look_at=timezone.now() - timedelta(seconds=seconds))
+    due = timezone.now() - timedelta(seconds=seconds)
+    Run.objects.filter(pk=run.pk).update(next_look_at=due, dispatched_at=due)
     return run
 
 
