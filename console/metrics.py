@@ -33,6 +33,7 @@ from fleet.choices import EventKind
 from fleet.models import Event, Node
 from provisioning.boot import ipxe_guard
 from provisioning.models import PhaseRecord, Run
+from provisioning.site_work import site_service
 
 # Phase durations range from seconds (a skipped phase) to hours (a firmware flash, a soak).
 PHASE_BUCKETS_S = (1, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400)
@@ -49,6 +50,7 @@ class GreenlightCollector:
         yield from self.gates()
         yield self.bmc_errors()
         yield from self.boot_requests()
+        yield self.site_workers()
 
     def nodes(self) -> Metric:
         family = GaugeMetricFamily(
@@ -156,6 +158,16 @@ class GreenlightCollector:
         )
         throttled.add_metric([], totals["throttled"])
         yield throttled
+
+    def site_workers(self) -> Metric:
+        family = GaugeMetricFamily(
+            "greenlight_site_workers",
+            "Live workers per site that has its own (its runs wait while this is 0)",
+            labels=["site"],
+        )
+        for service in site_service():
+            family.add_metric([service.site], service.live)
+        return family
 
 
 def render_metrics() -> bytes:

@@ -19,7 +19,17 @@ from .admin_documents import VersionedDocumentAdminMixin
 from .choices import EventKind
 from .enrollment_csv import COLUMNS, enroll_csv
 from .events import record, record_plain_http_mark
-from .models import Component, Event, MaintenanceWindow, Manifest, Node, Rack, Site, Sku
+from .models import (
+    Component,
+    Event,
+    MaintenanceWindow,
+    Manifest,
+    Node,
+    Rack,
+    Site,
+    SiteWorker,
+    Sku,
+)
 
 # Largest CSV the upload page accepts; a hall of a few thousand nodes is well under it.
 MAX_CSV_BYTES = 5 * 1024 * 1024
@@ -31,6 +41,19 @@ class RackInline(admin.TabularInline):
     fields = ["name", "height_u"]
 
 
+class SiteWorkerInline(admin.TabularInline):
+    """The site's workers as their heartbeats left them: written by the workers, read here."""
+
+    model = SiteWorker
+    extra = 0
+    fields = ["name", "started_at", "seen_at", "stopped_at"]
+    readonly_fields = ["name", "started_at", "seen_at", "stopped_at"]
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 class MaintenanceWindowInline(admin.TabularInline):
     model = MaintenanceWindow
     extra = 0
@@ -39,9 +62,9 @@ class MaintenanceWindowInline(admin.TabularInline):
 
 @admin.register(Site)
 class SiteAdmin(admin.ModelAdmin):
-    list_display = ["name", "time_zone", "description"]
+    list_display = ["name", "time_zone", "own_workers", "node_plane_url", "description"]
     search_fields = ["name"]
-    inlines = [MaintenanceWindowInline, RackInline]
+    inlines = [MaintenanceWindowInline, SiteWorkerInline, RackInline]
 
 
 @admin.register(Rack)

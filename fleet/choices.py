@@ -114,6 +114,7 @@ class EventKind(models.TextChoices):
     RUN_STARTED = "run_started", "Run started"
     RUN_FINISHED = "run_finished", "Run finished"
     RUN_ACTION = "run_action", "Operator action on a run"
+    RUN_TAKEN_OVER = "run_taken_over", "Run taken over from a lost worker"
     PHASE_STARTED = "phase_started", "Phase started"
     PHASE_WAITING = "phase_waiting", "Phase waiting"
     PHASE_DONE = "phase_done", "Phase done"

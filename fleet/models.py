@@ -33,6 +33,18 @@ class Site(models.Model):
         default="UTC",
         help_text="IANA time zone its maintenance windows are in, e.g. Europe/Berlin",
     )
+    own_workers = models.BooleanField(
+        default=False,
+        help_text="The site's BMC and boot work (Redfish, boot media, iPXE, the agents' "
+        "downloads) goes to its own queue, served only by workers started with --site NAME in "
+        "its hall; its runs wait while none is alive",
+    )
+    node_plane_url = models.URLField(
+        blank=True,
+        help_text="The site's own node plane (greenlight.node_wsgi in its hall): where its BMCs "
+        "fetch boot media and its agents report. Empty: GREENLIGHT_BOOT_MEDIA_URL and "
+        "GREENLIGHT_AGENT_URL",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -45,6 +57,22 @@ class Site(models.Model):
             windows.zone(self.time_zone)
         except windows.BadWindow as exc:
             raise ValidationError({"time_zone": str(exc)}) from None
+
+
+class SiteWorker(models.Model):
+    """A Celery worker serving one site's queue (started with --site), as its heartbeat says."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="workers")
+    name = models.CharField(max_length=200, help_text="the worker's Celery node name")
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField()
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "name"], name="one_row_per_worker")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.site})"
 
 
 class MaintenanceWindow(models.Model):

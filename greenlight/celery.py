@@ -2,14 +2,64 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import task_prerun, worker_init
+from click import Option
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "greenlight.settings")
 
 app = Celery("greenlight")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+class SiteWorker(bootsteps.StartStopStep):
+    """`celery -A greenlight worker --site NAME`: consume only that site's queue (its runs'
+    steps: Redfish, boot media, the agents' work) and say every half minute that the site is
+    served. Django is set up only once the worker starts, hence the imports inside."""
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, worker, site: str | None = None, **options) -> None:
+        super().__init__(worker, **options)
+        self.site = site
+        self.tref = None
+        if site:
+            from provisioning.site_work import site_queue
+
+            queues = worker.app.amqp.queues
+            queues.select_add(site_queue(site))
+            queues.select([site_queue(site)])
+
+    def start(self, worker) -> None:
+        if not self.site:
+            return
+        from provisioning.site_work import SITE_WORKER_BEAT_S
+
+        self.beat(worker)
+        self.tref = worker.timer.call_repeatedly(SITE_WORKER_BEAT_S, self.beat, (worker,))
+
+    def beat(self, worker) -> None:
+        from django.db import close_old_connections
+
+        from provisioning.site_work import record_worker_alive
+
+        close_old_connections()
+        if self.site:
+            record_worker_alive(self.site, worker.hostname)
+
+    def stop(self, worker) -> None:
+        if self.tref is not None and self.site:
+            from provisioning.site_work import record_worker_stopped
+
+            self.tref.cancel()
+            record_worker_stopped(self.site, worker.hostname)
+
+
+app.user_options["worker"].add(
+    Option(["--site"], default=None, help="serve only this site's queue (its hall's BMC work)")
+)
+app.steps["worker"].add(SiteWorker)
 
 
 @worker_init.connect

@@ -120,6 +120,7 @@ def start_worker(
     name: str = "lab",
     log=None,
     loglevel: str = "WARNING",
+    extra_args: tuple[str, ...] = (),
 ) -> subprocess.Popen:
     """Start a Celery worker (thread pool: steps wait on the network, not the CPU).
 
@@ -130,7 +131,7 @@ def start_worker(
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "greenlight", "worker", "-Q", queue,
          "-P", "threads", "-c", str(concurrency), "--without-gossip", "--without-mingle",
-         "--without-heartbeat", "-l", loglevel, "-n", node_name],
+         "--without-heartbeat", "-l", loglevel, "-n", node_name, *extra_args],
         cwd=ROOT, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip

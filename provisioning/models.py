@@ -50,6 +50,9 @@ class Run(models.Model):
     # When this look's message was sent: at the hand-over, or by the sweep once the look came
     # within GREENLIGHT_MAX_COUNTDOWN_S. Null while a look further ahead is only this row.
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    # The worker (Celery node name) holding the run's current step, or the last one that did:
+    # a worker that takes over a lapsed lease says whose it was.
+    held_by = models.CharField(max_length=200, blank=True)
     wait_reason = models.CharField(max_length=300, blank=True)
     last_error = models.TextField(blank=True)
     transient_budget = models.PositiveSmallIntegerField(default=0)

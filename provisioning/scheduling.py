@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from .choices import RunStatus
 from .models import Run
+from .site_work import queue_for_run
 
 # The task that takes one step (provisioning.tasks.advance_run), sent by its name: the task calls
 # the engine and the engine sends the next step, so importing the task here would be a cycle.
@@ -42,7 +43,12 @@ def send_step(run_id: int, step: int, countdown: float = 0.0) -> None:
         )
 
     def send() -> None:
-        current_app.send_task(ADVANCE_RUN_TASK, (run_id, step), countdown=countdown or None)
+        # A site with its own workers gets its runs' steps on its own queue (site_work).
+        queue = queue_for_run(run_id)
+        routing = {"queue": queue} if queue else {}
+        current_app.send_task(
+            ADVANCE_RUN_TASK, (run_id, step), countdown=countdown or None, **routing
+        )
 
     # on_commit: the worker that picks the task up must see what this step wrote.
     transaction.on_commit(send)

@@ -15,15 +15,16 @@ from .day2.rollouts import ADVANCE_ROLLOUT_TASK
 from .day2.scheduler_calls import tell_scheduler_task
 from .redfish.bmc import session_pool
 from .scheduling import ADVANCE_RUN_TASK
+from .site_work import hold_runs_of_unserved_sites
 
 SWEEP_TASK = "provisioning.tasks.sweep"
 __all__ = ["advance_run", "sweep", "tell_scheduler_task"]
 
 
-@shared_task(name=ADVANCE_RUN_TASK)
-def advance_run(run_id: int, step: int) -> None:
-    """Take one step of a run."""
-    engine.advance(run_id, step)
+@shared_task(name=ADVANCE_RUN_TASK, bind=True)
+def advance_run(self, run_id: int, step: int) -> None:
+    """Take one step of a run, as this worker (the run records who holds it)."""
+    engine.advance(run_id, step, worker=self.request.hostname or "")
 
 
 @shared_task(name=ADVANCE_ROLLOUT_TASK)
@@ -40,6 +41,8 @@ def sweep(self) -> int:
     rollouts.advance_open_rollouts()
     # Lost looks first: a look both lost and never sent is re-sent once, by the first.
     resent = sweep_runs(queue_lag_s=queue_lag_s(self.request))
+    # Runs of a site whose own workers are all gone wait, and say so.
+    hold_runs_of_unserved_sites()
     return resent + dispatch_due()
 
 

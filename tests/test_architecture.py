@@ -243,7 +243,16 @@ def test_no_import_goes_against_the_direction():
 # The ground holds the leaves every floor shares; the top is the app's wiring (admin, ready(),
 # tasks, URLs, pages), which puts the floors together.
 PROVISIONING_FLOORS: tuple[tuple[str, ...], ...] = (
-    ("choices", "models", "outcomes", "clock", "artifacts", "scheduling", "migrations"),
+    (
+        "choices",
+        "models",
+        "outcomes",
+        "clock",
+        "artifacts",
+        "scheduling",
+        "site_work",
+        "migrations",
+    ),
     ("redfish",),  # speaking Redfish to a BMC, vendor by vendor
     ("errors", "schedulers"),  # the pipeline's error kinds; the tenants' scheduler adapters
     ("boot",),  # the boot plane: credentials, media, images, boot path, what nodes fetch

@@ -30,6 +30,7 @@ from fleet.models import Node
 
 from ..choices import ACTIVE_RUN_STATUSES, AgentEnvironment
 from ..models import BootCredential, Run
+from ..site_work import node_plane_urls
 from .media import format_kernel_args
 
 
@@ -237,10 +238,11 @@ def normalise_mac(mac: str) -> str:
 
 
 def kernel_args(credential: BootCredential) -> str:
-    """The words the ephemeral kernel's command line needs to find and join Greenlight."""
+    """The words the ephemeral kernel's command line needs to find and join Greenlight (its
+    site's own node plane where it has one)."""
     return format_kernel_args(
         {
-            "greenlight.url": settings.GREENLIGHT_AGENT_URL,
+            "greenlight.url": node_plane_urls(credential.node_id)[0],
             "greenlight.credential": secret_of(credential),
             "greenlight.environment": credential.environment,
         }

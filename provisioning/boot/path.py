@@ -18,6 +18,7 @@ from fleet.choices import EphemeralBoot
 from ..models import BootCredential, Run
 from ..redfish import virtual_media
 from ..redfish.client import RedfishClient
+from ..site_work import node_plane_urls
 from .credentials import ephemeral_credential
 
 BootMethod = EphemeralBoot
@@ -37,8 +38,9 @@ def boot_method(manifest: dict[str, Any]) -> BootMethod:
 
 
 def media_url(credential: BootCredential) -> str:
-    """Where a BMC fetches the node's ISO: named by the credential's media key."""
-    base = settings.GREENLIGHT_BOOT_MEDIA_URL.rstrip("/")
+    """Where a BMC fetches the node's ISO, named by the credential's media key: from its site's
+    own node plane where it has one."""
+    base = node_plane_urls(credential.node_id)[1].rstrip("/")
     return f"{base}/boot/v1/media/{credential.media_key}.iso"
 
 

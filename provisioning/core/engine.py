@@ -63,8 +63,9 @@ NEXT_RECORD = PreparedRead(
 )
 
 
-def advance(run_id: int, step: int) -> None:
-    """Take step `step` of run `run_id`, unless another worker already did."""
+def advance(run_id: int, step: int, *, worker: str = "") -> None:
+    """Take step `step` of run `run_id`, unless another worker already did. `worker` names
+    the one taking it (its Celery node name): the run says who holds it."""
     now = timezone.now()
     lease = now + timedelta(seconds=settings.GREENLIGHT_STEP_LEASE_S)
     # Claimable: waiting for this look, or running under a lease that expired (its worker died).
@@ -76,14 +77,15 @@ def advance(run_id: int, step: int) -> None:
     if run is None:
         return
     claimed = Run.objects.filter(claimable, pk=run_id, step=step).update(
-        step=F("step") + 1, status=RunStatus.RUNNING, next_look_at=lease
+        step=F("step") + 1, status=RunStatus.RUNNING, next_look_at=lease, held_by=worker
     )
     if not claimed:
         return
-    due, was_status = run.next_look_at, run.status
-    run.step, run.status, run.next_look_at = step + 1, RunStatus.RUNNING, lease
+    due, was_status, previous = run.next_look_at, run.status, run.held_by
+    run.step, run.status, run.next_look_at, run.held_by = step + 1, RunStatus.RUNNING, lease, worker
     if due is not None:
         if was_status == RunStatus.RUNNING:
+            record_takeover(run, previous, lapsed_at=due)
             # A lease that lapsed: its worker died when the lease began, not when it ended.
             due -= timedelta(seconds=settings.GREENLIGHT_STEP_LEASE_S)
         excuse_lateness(run, now - due)
@@ -97,7 +99,44 @@ def advance(run_id: int, step: int) -> None:
             return
         if not take_one_look(run, record, command_fresh=True, claimed_at=now):
             return
+        renew_lease(run)
     hand_over(run, timezone.now(), claimed_at=now)
+
+
+def renew_lease(run: Run) -> None:
+    """The step's heartbeat: a step still going past half its lease extends it, so a slow BMC
+    never lets a second worker take a run whose worker is alive. No write before that."""
+    now = timezone.now()
+    lease = timedelta(seconds=settings.GREENLIGHT_STEP_LEASE_S)
+    if run.next_look_at is None or run.next_look_at - now > lease / 2:
+        return
+    run.next_look_at = now + lease
+    Run.objects.filter(pk=run.pk, step=run.step, status=RunStatus.RUNNING).update(
+        next_look_at=run.next_look_at
+    )
+
+
+def record_takeover(run: Run, previous: str, *, lapsed_at: datetime) -> None:
+    """Say in the audit who took the run over from whom, and why."""
+    taker = run.held_by or "a worker"
+    loser = previous or "a worker that did not say its name"
+    record_event(
+        run.node,
+        EventKind.RUN_TAKEN_OVER,
+        actor_label=taker,
+        message=(
+            f"{taker} took the run over at {run.current_phase or 'its start'} from {loser}, "
+            f"whose lease lapsed unrenewed at {lapsed_at:%Y-%m-%d %H:%M:%S} UTC (that worker "
+            "died or lost the database); the phase reads the BMC again and applies only what "
+            "is still missing"
+        ),
+        data={
+            "run": run.pk,
+            "from": previous,
+            "to": run.held_by,
+            "lapsed_at": lapsed_at.isoformat(),
+        },
+    )
 
 
 def excuse_lateness(run: Run, late: timedelta) -> None:

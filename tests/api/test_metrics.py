@@ -61,5 +61,5 @@ def test_token_required_when_configured(fleet, client, settings):
 
 
 def test_scrape_costs_a_fixed_number_of_queries(fleet, client, django_assert_max_num_queries):
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(8):
         scrape(client)

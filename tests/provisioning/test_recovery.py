@@ -14,6 +14,8 @@ import pytest
 import redis
 
 from common.embedded_redis import ensure_embedded_redis, stop_embedded_redis
+from fleet.choices import EventKind
+from fleet.models import Event
 from greenlight.celery import app
 from lab import processes
 from lab.run import LabRun, LabRunConfig
@@ -64,6 +66,13 @@ def test_worker_killed_mid_firmware_phase_resumes_and_flashes_each_component_onc
         processes.kill(lab.workers.pop())
         lab.add_worker(name="replacement")
         assert lab.wait(runs)
+        # The replacement said whose lapsed lease it took, and at which phase.
+        takeovers = Event.objects.filter(node=lab.nodes[0], kind=EventKind.RUN_TAKEN_OVER)
+        takeover = takeovers.order_by("pk").first()
+        assert takeover is not None, "the replacement took the run over without saying so"
+        assert takeover.data["from"].startswith("lab-"), takeover.data
+        assert takeover.data["to"].startswith("replacement-"), takeover.data
+        assert "at bios_firmware from lab-" in takeover.message
         for run in runs.values():
             run.refresh_from_db()
             assert run.status == "succeeded", run.last_error

@@ -16,7 +16,7 @@ from lab.enrollment import lab_sku
 from provisioning.intake.bulk import enroll_targets, read_targets
 
 # Threads enroll with their own database connections: they must see committed rows.
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 SECRET = "s3cret-never-shown"
 
