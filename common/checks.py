@@ -46,7 +46,10 @@ def check_environment(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
             "greenlight.E002",
             "the key for BMC passwords at rest: a long random string, kept apart from SECRET_KEY.",
         ),
-        "REDIS_URL": ("greenlight.E003", "the Redis for live updates and the Celery broker."),
+        "REDIS_URL": (
+            "greenlight.E003",
+            "the Redis for live updates and the Celery broker (or REDIS_SENTINELS).",
+        ),
     }
     return [
         checks.Error(
@@ -55,7 +58,7 @@ def check_environment(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
             id=check_id,
         )
         for name, (check_id, what) in required.items()
-        if not _setting(name)
+        if not _setting(name) and not (name == "REDIS_URL" and settings.REDIS_SENTINELS)
     ]
 
 

@@ -137,6 +137,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_addresses(name: str) -> list[tuple[str, int]]:
+    """Return a comma-separated list of host:port as (host, port) pairs; a bad item is a
+    problem and the list is then empty."""
+    addresses = []
+    for item in env_list(name, []):
+        host, _, port = item.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            _refuse(name, f"{item!r} is not host:port")
+            return []
+        addresses.append((host.strip("[]"), int(port)))
+    return addresses
+
+
 def generated_secret(path: Path, nbytes: int = 48) -> str:
     """Read a secret from `path`, generating it (mode 0600) on first use.
 

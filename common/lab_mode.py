@@ -61,5 +61,5 @@ def prepare() -> None:
     for name, filename in GENERATED_SECRETS.items():
         if not env_str(name):
             generated_secret(directory / filename)
-    if not env_str("REDIS_URL"):
+    if not env_str("REDIS_URL") and not env_str("REDIS_SENTINELS"):
         ensure_embedded_redis(directory)

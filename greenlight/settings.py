@@ -13,7 +13,8 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF, UNSAFE_INLINE
 
-from common.env import env_bool, env_float, env_int, env_list, env_str
+from common import redis_sentinel
+from common.env import env_addresses, env_bool, env_float, env_int, env_list, env_str
 from common.lab_mode import embedded_redis_url, lab_mode, read_generated_secret, var_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -152,6 +153,11 @@ _TEST_WORKER = env_str("PYTEST_XDIST_WORKER")
 
 # In lab mode the entry point has started the embedded Redis at this address (lab_mode.prepare).
 REDIS_URL = env_str("REDIS_URL") or (embedded_redis_url(VAR_DIR) if GREENLIGHT_LAB_MODE else "")
+# Redis behind Sentinel (failover): the sentinels as host:port,host:port and the master's name.
+# Set, they replace REDIS_URL for the broker, the channel layer and the cache.
+REDIS_SENTINELS = env_addresses("REDIS_SENTINELS")
+REDIS_SENTINEL_MASTER = env_str("REDIS_SENTINEL_MASTER", "greenlight")
+REDIS_DB = env_int("REDIS_DB", 0, minimum=0)
 
 # A live consumer waits for messages with a 5 s blocking pop (channels_redis), and redis-py's
 # default socket timeout is also 5 s: on a busy machine the pop's empty answer came a moment
@@ -163,7 +169,16 @@ CHANNEL_LAYERS = {
         # channels_redis, with a send to many groups in two round trips (fleet/channel_layer.py).
         "BACKEND": "fleet.channel_layer.LiveChannelLayer",
         "CONFIG": {
-            "hosts": [{"address": REDIS_URL, "socket_timeout": LIVE_REDIS_SOCKET_TIMEOUT_S}],
+            "hosts": [
+                redis_sentinel.channel_layer_host(
+                    REDIS_SENTINELS,
+                    REDIS_SENTINEL_MASTER,
+                    REDIS_DB,
+                    socket_timeout=LIVE_REDIS_SOCKET_TIMEOUT_S,
+                )
+                if REDIS_SENTINELS
+                else {"address": REDIS_URL, "socket_timeout": LIVE_REDIS_SOCKET_TIMEOUT_S}
+            ],
             "prefix": env_str("CHANNEL_PREFIX", "greenlight" + _TEST_WORKER),
             # Every socket of one web process shares one Redis list, and a send to a list over
             # capacity is dropped with no more than an INFO log: at the default 100, a busy web
@@ -176,13 +191,18 @@ CHANNEL_LAYERS = {
 
 # The cache is shared by every process: counts of refused requests (fleet/refusals.py) must add
 # up across web processes, or a flood spread over them would write a row per process.
-CACHES = {
+CACHES: dict[str, dict[str, object]] = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": env_str("CHANNEL_PREFIX", "greenlight" + _TEST_WORKER),
     }
 }
+if REDIS_SENTINELS:
+    CACHES["default"]["LOCATION"] = redis_sentinel.sentinel_location(
+        REDIS_SENTINELS, REDIS_SENTINEL_MASTER, REDIS_DB
+    )
+    CACHES["default"]["OPTIONS"] = {"pool_class": "common.redis_sentinel.SentinelPool"}
 
 # Kombu spells a unix-socket Redis (the embedded one) "redis+socket://"; redis-py says "unix://".
 _REDIS_BROKER_URL = (
@@ -190,6 +210,8 @@ _REDIS_BROKER_URL = (
     if REDIS_URL.startswith("unix://")
     else REDIS_URL
 )
+if REDIS_SENTINELS:
+    _REDIS_BROKER_URL = redis_sentinel.broker_url(REDIS_SENTINELS, REDIS_DB)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", _REDIS_BROKER_URL)
 CELERY_TASK_IGNORE_RESULT = True  # task history lives in our own models (runs, phase records)
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another worker
@@ -203,7 +225,9 @@ CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 500, minimum=0)
 # Redis hands a message not acknowledged within this many seconds to another worker: a task sent
 # with a longer countdown is redelivered each time it passes (Celery #5935, #2599, #5306).
 _VISIBILITY_TIMEOUT_S = env_int("CELERY_VISIBILITY_TIMEOUT", 600, minimum=1)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _VISIBILITY_TIMEOUT_S}
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": _VISIBILITY_TIMEOUT_S}
+if REDIS_SENTINELS:
+    CELERY_BROKER_TRANSPORT_OPTIONS["master_name"] = REDIS_SENTINEL_MASTER
 # The longest countdown a task is sent with, in wall seconds. A look due further ahead is only its
 # row (Run.next_look_at) until the sweep sends it; at most half the visibility timeout, so that a
 # message's countdown and its wait in a busy queue together stay under it.

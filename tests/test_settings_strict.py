@@ -96,3 +96,9 @@ def test_every_variable_read_elsewhere_has_a_reader_in_the_repository():
     ]
     unread = [name for name in READ_ELSEWHERE if not any(name in text for text in sources)]
     assert unread == []
+
+
+def test_sentinels_that_are_not_host_port_fail_check_naming_them():
+    result = check(REDIS_SENTINELS="127.0.0.1:26379,sentinel-b")
+    assert result.returncode != 0
+    assert "(greenlight.E007) REDIS_SENTINELS: 'sentinel-b' is not host:port" in result.stderr

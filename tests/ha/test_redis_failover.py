@@ -1,0 +1,201 @@
+"""Redis failover under Sentinel (issue 33): a real master, a replica and three sentinels on
+loopback. The broker, the channel layer and the cache find the master through the sentinels;
+the master is killed, the sentinels promote the replica, and a worker and a client that lived
+through it carry on without a restart."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from lab.processes import ROOT, child_env, free_port
+
+REDIS_SERVER = shutil.which("redis-server")
+MASTER = "greenlight-ha"
+
+pytestmark = [
+    pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed"),
+    pytest.mark.timeout(300),
+]
+
+
+def _start(args: list[str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [REDIS_SERVER, *args],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _wait_until(condition, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what} (last probe answer: {LAST})")
+
+
+def _answers(port: int) -> bool:
+    try:
+        return bool(redis.Redis(port=port, socket_timeout=0.5).ping())
+    except redis.RedisError:
+        return False
+
+
+def _master_of(sentinel_port: int) -> int | None:
+    try:
+        host, port = redis.Redis(port=sentinel_port, socket_timeout=0.5).execute_command(
+            "SENTINEL", "get-master-addr-by-name", MASTER
+        )
+        return int(port)
+    except (redis.RedisError, TypeError, ValueError):
+        return None
+
+
+@pytest.fixture
+def sentinel_redis(tmp_path):
+    """A master, its replica and three sentinels watching it (quorum 2, 1 s to judge it down)."""
+    procs = []
+    master, replica = free_port(), free_port()
+    common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
+    procs.append(_start(["--port", str(master), *common], tmp_path / "master.log"))
+    _wait_until(lambda: _answers(master), "the master")
+    replica_args = ["--port", str(replica), *common, "--replicaof", "127.0.0.1", str(master)]
+    procs.append(_start(replica_args, tmp_path / "replica.log"))
+    _wait_until(lambda: _answers(replica), "the replica")
+    sentinels = [free_port() for _ in range(3)]
+    for port in sentinels:
+        conf = tmp_path / f"sentinel-{port}.conf"
+        conf.write_text(
+            f"port {port}\nbind 127.0.0.1\ndir {tmp_path}\n"
+            f"sentinel monitor {MASTER} 127.0.0.1 {master} 2\n"
+            f"sentinel down-after-milliseconds {MASTER} 1000\n"
+            f"sentinel failover-timeout {MASTER} 5000\n"
+        )
+        procs.append(_start([str(conf), "--sentinel"], tmp_path / f"sentinel-{port}.log"))
+    _wait_until(lambda: all(_master_of(p) == master for p in sentinels), "the sentinels")
+    try:
+        yield {"master": procs[0], "master_port": master, "replica_port": replica,
+               "sentinels": sentinels}  # fmt: skip
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=10)
+
+
+def _env(sentinels: list[int], tmp_path: Path) -> dict[str, str]:
+    env = child_env(
+        REDIS_SENTINELS=",".join(f"127.0.0.1:{p}" for p in sentinels),
+        REDIS_SENTINEL_MASTER=MASTER,
+        GREENLIGHT_LAB_MODE="1",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'ha.sqlite3'}",
+        CELERY_QUEUE=f"greenlight-ha-{tmp_path.name}",
+        CHANNEL_PREFIX=f"greenlight-ha-{tmp_path.name}",
+    )
+    env.pop("REDIS_URL", None)
+    return env
+
+
+class Probe:
+    """The long-lived client (tests/ha/sentinel_probe.py): one round trip per ask."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.ha.sentinel_probe"],
+            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    def ask(self, key: str) -> dict:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(key + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+LAST: dict = {}
+
+
+def _tasks_done(log: Path) -> int:
+    """Tasks the worker ran to the end (the probe sends celery.accumulate, a built-in)."""
+    return sum(
+        1
+        for line in log.read_text(errors="replace").splitlines()
+        if "Task celery.accumulate[" in line and "succeeded" in line
+    )
+
+
+def _healthy(answer: dict, key: str) -> bool:
+    LAST.update(answer)
+    return (
+        answer.get("cache") == key
+        and answer.get("live") == key
+        and any(name.startswith("ha-") for name in answer.get("workers", []))
+    )
+
+
+def test_broker_channel_layer_and_cache_ride_through_a_master_failover(sentinel_redis, tmp_path):
+    env = _env(sentinel_redis["sentinels"], tmp_path)
+    worker_log = tmp_path / "worker.log"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "greenlight", "worker", "-P", "threads",
+         "-c", "2", "-l", "INFO", "-n", "ha-worker@%h", "-Q", env["CELERY_QUEUE"],
+         "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, env=env, stdout=worker_log.open("wb"), stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    probe = Probe(env)
+    try:
+        _wait_until(
+            lambda: (a := probe.ask("before")) and _healthy(a, "before") and a, "a first round"
+        )
+        # It went through the sentinels' master, not some other Redis.
+        master = redis.Redis(port=sentinel_redis["master_port"])
+        assert master.keys("*sentinel-probe*"), "the cache did not write to the master"
+        _wait_until(lambda: _tasks_done(worker_log), "the worker to take a task")
+        done_before = _tasks_done(worker_log)
+
+        # The master dies without a word; the sentinels promote the replica.
+        sentinel_redis["master"].send_signal(signal.SIGKILL)
+        promoted = sentinel_redis["replica_port"]
+        _wait_until(lambda: _master_of(sentinel_redis["sentinels"][0]) == promoted, "the failover")
+
+        # The same client and the same worker, without a restart, through the new master.
+        after = _wait_until(
+            lambda: (a := probe.ask("after")) and _healthy(a, "after") and a,
+            "a round through the promoted replica",
+            timeout=90,
+        )
+        assert after["cache"] == "after" and after["live"] == "after"
+        _wait_until(
+            lambda: _tasks_done(worker_log) > done_before,
+            "the worker to take a task sent after the failover",
+            timeout=90,
+        )
+        promoted_redis = redis.Redis(port=promoted)
+        assert promoted_redis.info("replication")["role"] == "master"
+        [key] = promoted_redis.keys("*sentinel-probe*")
+        assert b"after" in promoted_redis.get(key)  # the value the cache wrote, pickled
+    finally:
+        probe.close()
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
