@@ -10,10 +10,9 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
 from csp.constants import NONE, SELF, UNSAFE_INLINE
 
-from common import redis_sentinel
+from common import database_url, redis_sentinel
 from common.env import env_addresses, env_bool, env_float, env_int, env_list, env_str
 from common.lab_mode import embedded_redis_url, lab_mode, read_generated_secret, var_dir
 
@@ -111,7 +110,8 @@ TEMPLATES = [
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {
-        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+        # Several hosts (a primary and its standbys) are libpq's: database_url says how.
+        "default": database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
     }
 else:
     DATABASES = {

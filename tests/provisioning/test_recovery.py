@@ -70,9 +70,9 @@ def test_worker_killed_mid_firmware_phase_resumes_and_flashes_each_component_onc
         takeovers = Event.objects.filter(node=lab.nodes[0], kind=EventKind.RUN_TAKEN_OVER)
         takeover = takeovers.order_by("pk").first()
         assert takeover is not None, "the replacement took the run over without saying so"
-        assert takeover.data["from"].startswith("lab-"), takeover.data
+        assert takeover.data["from"].startswith("lab0-"), takeover.data
         assert takeover.data["to"].startswith("replacement-"), takeover.data
-        assert "at bios_firmware from lab-" in takeover.message
+        assert "at bios_firmware from lab0-" in takeover.message
         for run in runs.values():
             run.refresh_from_db()
             assert run.status == "succeeded", run.last_error
