@@ -37,6 +37,27 @@ def test_short_after_check_in_then_settled(polling, node):
     assert poll_interval(node.pk) == 10.0
 
 
+@pytest.mark.parametrize(
+    ("since_s", "told_s"), [(1, 2.0), (4, 2.0), (8, 4.0), (14, 7.0), (30, 10.0)]
+)
+def test_the_interval_grows_with_the_time_since_the_check_in(polling, node, since_s, told_s):
+    run, session = polling
+    _age(session, since_s)
+    assert poll_interval(node.pk) == pytest.approx(told_s, abs=0.05)
+
+
+def test_the_polls_of_a_quiet_two_minutes_after_a_check_in_are_few(polling, node):
+    """The agent does as told: the count of polls before the next command, if none comes."""
+    run, session = polling
+    since, polls = 0.0, 0
+    while since < 120:
+        _age(session, since)
+        since += poll_interval(node.pk)
+        polls += 1
+    # A fixed 2 s would make 60; half the quiet time, from 2 s up to the settled 10 s, makes 16.
+    assert polls == 16
+
+
 def test_long_while_a_command_runs_and_short_after_it_finishes(polling, node):
     run, session = polling
     _age(session, 600)
