@@ -9,6 +9,7 @@ from . import (
     dcgm,
     fio,
     gpu_burn,
+    imex,
     nccl,
     nvbandwidth,
     nvidia_smi,
@@ -33,6 +34,7 @@ PARSERS: dict[str, Callable[[str], ParseResult]] = {
     "perftest": perftest.parse,
     "reference-job": reference_job.parse,
     "nvlink": nvlink.parse,
+    "imex": imex.parse,
 }
 
 __all__ = ["PARSERS", "Finding", "ParseResult", "Severity"]

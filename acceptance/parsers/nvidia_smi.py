@@ -13,6 +13,10 @@ says nothing about the link's training. NVIDIA documents that an unused GPU may 
 too, and an idle report cannot tell that from a slot wired or trained narrow: an idle link
 narrower than its maximum is a warning naming the GPU (read it again under load), neither
 silence nor a failure.
+
+Each GPU's NVLink fabric facts are kept (parsers.fabric_state): a registration that completed
+with a failure status, or bad fabric health, fails the GPU; a registration still in progress is
+a warning. One clique across a rack is acceptance.rack_fabric's rule, not one node's.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from . import nvidia_smi_text
+from . import fabric_state, nvidia_smi_text
 from .base import Finding, ParseResult, Severity, blank_reason, failed, to_float
 
 TOOL = "nvidia-smi"
@@ -34,6 +38,8 @@ BAD_CLOCK_REASONS = {
     "hw_power_brake_slowdown": "HW power brake slowdown",
     "sw_thermal_slowdown": "SW thermal slowdown",
 }
+# Fabric states of a GPU the fabric manager has not (yet) registered.
+NOT_REGISTERED = {"in progress", "not started"}
 
 
 def parse(text: str) -> ParseResult:
@@ -50,6 +56,9 @@ def parse(text: str) -> ParseResult:
         if incomplete and not any(f.severity == Severity.CRITICAL for f in result.findings):
             return failed(TOOL, f"incomplete: {incomplete}")
         return result
+    if not text.lstrip().startswith("<"):
+        # A grep of the report (its Fabric lines, say) names no GPU: nothing to judge it by.
+        return failed(TOOL, "not nvidia-smi -q output: no NVSMI LOG banner or GPU section")
     try:
         root = fromstring(text.strip().encode())
     except (ParseError, DefusedXmlException) as exc:
@@ -123,6 +132,7 @@ def _gpu(gpu: Element, position: int) -> dict:
         "pcie_width_current": _link(gpu, "link_widths/current_link_width"),
         "performance_state": _text(gpu, "performance_state"),
         "utilization_gpu_percent": to_float(_text(gpu, "utilization/gpu_util")),
+        "fabric": fabric_state.from_xml(gpu),
     }
 
 
@@ -165,6 +175,7 @@ def _findings(gpu: dict) -> list[Finding]:
             )
         )
     out.extend(_link_findings(gpu, finding))
+    out.extend(_fabric_findings(gpu, finding))
     for reason in gpu["clock_reasons_active"]:
         if reason in BAD_CLOCK_REASONS:
             out.append(finding(f"clocks held down by {BAD_CLOCK_REASONS[reason]}", "throttle"))
@@ -189,6 +200,21 @@ def _link_findings(gpu: dict, finding) -> list[Finding]:
         out.append(
             finding(f"PCIe link at Gen{gen} of Gen{gen_max} under load", "pcie_gen_degraded")
         )
+    return out
+
+
+def _fabric_findings(gpu: dict, finding) -> list[Finding]:
+    """What one node can see of its NVLink fabric; the rack-wide rules are acceptance.rack_fabric."""
+    fabric = gpu.get("fabric")
+    if not fabric:
+        return []
+    out = [finding(fault, "fabric_unhealthy") for fault in fabric_state.faults(fabric)]
+    state = (fabric.get("state") or "").lower()
+    if state in NOT_REGISTERED:
+        # The fabric manager may still be at work on a node just booted: a rack gate requires
+        # Completed, a single node is told to look again.
+        message = f"NVLink fabric registration {fabric['state']} (not completed)"
+        out.append(finding(message, "fabric_not_ready", Severity.WARNING))
     return out
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from . import fabric_state
 from .base import ParseResult, blank_reason, failed, is_elision, pasted_lines, to_float
 
 TOOL = "nvidia-smi"
@@ -199,6 +200,7 @@ def _gpu(bus: str, tree: dict, position: int) -> dict:
         "utilization_gpu_percent": to_float(
             _get(tree.get("Utilization"), "Gpu") or _get(tree.get("Utilization"), "GPU")
         ),
+        "fabric": fabric_state.from_text(tree),
     }
 
 

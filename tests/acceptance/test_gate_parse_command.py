@@ -38,6 +38,7 @@ def test_prints_tool_version_metrics_and_findings_naming_the_part():
         ("gpu-burn", "gpu_burn_gpu2_faulty_exit0.txt"),
         ("nvidia-smi", "nvidia_smi_load_swpowercap.xml"),
         ("xid", "kern_xid79.log"),
+        ("imex", "real/imex_N_570.00_jpsnips_gh200_2_nodes_ready.txt"),
     ],
 )
 def test_every_tool(tool, name):

@@ -4,6 +4,7 @@ import pytest
 
 from acceptance.gates import GATE_OF_TOOL
 from acceptance.parsers import PARSERS
+from acceptance.rack_fabric import RACK_ONLY_TOOLS
 
 from .sample_files import SAMPLES, read
 
@@ -20,6 +21,7 @@ GOOD = {
     "perftest": "real/perftest_issue273_write_bw_postlist_gbits.txt",
     "reference-job": "real/greenlight_reference_job_v1_cpu_small.txt",
     "nvlink": "real/nvlink_dcgmi_s_dcgm198_all_links_down.txt",
+    "imex": "real/imex_N_570.172_aws_pcluster_p6e_gb200_18_nodes_ready.txt",
 }
 # Kernel logs have no end marker: a cut is seen only inside a line (tested below).
 LOGS = {"xid", "sxid", "aer"}
@@ -95,5 +97,6 @@ def test_other_tools_output_is_an_error():
                 assert PARSERS[tool](read(other_sample)).error, f"{tool} read {other}'s output"
 
 
-def test_every_parsed_tool_can_be_uploaded_to_a_gate():
-    assert set(GATE_OF_TOOL) == set(PARSERS)
+def test_every_parsed_tool_can_be_uploaded_to_a_gate_or_is_judged_rack_wide():
+    assert set(GATE_OF_TOOL) | set(RACK_ONLY_TOOLS) == set(PARSERS)
+    assert not set(GATE_OF_TOOL) & set(RACK_ONLY_TOOLS)
