@@ -190,6 +190,15 @@ class EnrollCsvForm(forms.Form):
             raise forms.ValidationError("The file is not UTF-8 text.") from None
 
 
+class RackListFilter(admin.RelatedFieldListFilter):
+    """The rack filter's choices, named site/rack, read with their sites in one query: Django's
+    own reads each rack's site for its name, one query per rack (120 of them at 5,000 nodes)."""
+
+    def field_choices(self, field, request, model_admin):
+        racks = Rack.objects.select_related("site").order_by("site__name", "name")
+        return [(rack.pk, str(rack)) for rack in racks]
+
+
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
     form = NodeAdminForm
@@ -204,7 +213,7 @@ class NodeAdmin(admin.ModelAdmin):
         "bmc_address",
         "manifest",
     ]
-    list_filter = ["state", "sku", "rack__site", "rack"]
+    list_filter = ["state", "sku", "rack__site", ("rack", RackListFilter)]
     list_select_related = ["sku", "rack__site", "manifest__sku"]
     search_fields = ["serial", "hostname", "bmc_address"]
     readonly_fields = ["state", "state_changed_at", "bmc_cert_fingerprint", "created_at"]

@@ -12,3 +12,12 @@ class CursorPagination(pagination.CursorPagination):
     max_page_size = 1000
     # Views set `ordering`; the fallback is the newest first by primary key.
     ordering = "-pk"
+
+
+class NodePagePagination(pagination.PageNumberPagination):
+    """Numbered pages of nodes (`?page=N`, `page_size` up to 1000), for lists that say how many
+    there are in all beside a page of them (a publish's preview)."""
+
+    page_size = 200
+    page_size_query_param = "page_size"
+    max_page_size = 1000

@@ -1,7 +1,7 @@
 """Rollouts over the API: start one on a published manifest, read its progress, steer it.
 
-GET /manifests/<id>/behind/ lists the nodes a manifest puts behind (a publish's preview);
-POST /manifests/<id>/rollouts/ {"concurrency": 2} starts one (201), in waves with "canary",
+GET /manifests/<id>/behind/ lists the nodes a manifest puts behind (a publish's preview), a page
+at a time; POST /manifests/<id>/rollouts/ {"concurrency": 2} starts one (201), in waves with "canary",
 "wave_growth", "failure_threshold_pct", "site_cap" and "rack_cap" (day2/waves.py); /rollouts/ lists them with
 their nodes; POST /rollouts/<id>/pause/, resume/, cancel/ steer one. provisioning.day2.rollouts checks
 the right to reprovision (fleet.start_run) and the concurrency; these views parse and render.
@@ -10,7 +10,7 @@ the right to reprovision (fleet.start_run) and the concurrency; these views pars
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -18,6 +18,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from common.api.fields import ChoiceField
+from common.api.pagination import NodePagePagination
 from common.api.serializers import BriefUserSerializer
 from fleet.choices import NodeState
 from provisioning.choices import RolloutNodeStatus, RolloutState
@@ -120,19 +121,35 @@ class BehindNodeSerializer(BriefNodeSerializer):
 
 
 class BehindSerializer(serializers.Serializer):
-    count = serializers.IntegerField()
-    nodes = BehindNodeSerializer(many=True)
+    count = serializers.IntegerField(help_text="Nodes behind, on every page")
+    next = serializers.URLField(allow_null=True, help_text="The next page (`?page=N`)")
+    previous = serializers.URLField(allow_null=True)
+    nodes = BehindNodeSerializer(many=True, help_text="One page of them, 200 unless page_size")
 
 
 class ManifestRolloutMixin:
     """GET /manifests/<id>/behind/: the nodes it puts (or has put) behind; the API's preview of
     a publish. POST /manifests/<id>/rollouts/: bring them to this published manifest."""
 
-    @extend_schema(request=None, responses={200: BehindSerializer})
+    @extend_schema(
+        request=None,
+        parameters=[
+            OpenApiParameter("page", int, description="A page number, from 1"),
+            OpenApiParameter("page_size", int, description="Nodes a page, up to 1000"),
+        ],
+        responses={200: BehindSerializer},
+    )
     @action(detail=True, methods=["get"])
     def behind(self, request, pk=None):
-        nodes = list(behind_nodes(self.get_object()))
-        body = {"count": len(nodes), "nodes": nodes}
+        # A page at a time: a new manifest for a SKU of thousands of nodes puts them all behind.
+        paginator = NodePagePagination()
+        page = paginator.paginate_queryset(behind_nodes(self.get_object()), request, view=self)
+        body = {
+            "count": paginator.page.paginator.count,
+            "next": paginator.get_next_link(),
+            "previous": paginator.get_previous_link(),
+            "nodes": page,
+        }
         return Response(BehindSerializer(body, context={"request": request}).data)
 
     @extend_schema(request=RolloutStartSerializer, responses={201: RolloutSerializer, 400: REFUSED})

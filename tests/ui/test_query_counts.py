@@ -1,14 +1,10 @@
 """Query counts of the board's pages, pinned in tests/query_counts.json so an N+1 fails CI.
 
-Each page is measured at two sizes of fleet; both must equal the pinned count. After a deliberate
-change, rerun with UPDATE_QUERY_COUNTS=1 to rewrite the file, and commit it with the change.
+Each page is measured at two sizes of fleet; both must equal the pinned count (see
+tests/support/query_counts.py; test_scale.py measures the same pages at 5,000 nodes).
 """
 
 from __future__ import annotations
-
-import json
-import os
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -18,8 +14,8 @@ from django.urls import reverse
 from fleet.choices import NodeState
 from tests import factories
 from tests.support import scenes
+from tests.support.query_counts import assert_pinned
 
-PINNED = Path(__file__).resolve().parents[1] / "query_counts.json"
 MIX = {
     NodeState.IN_SERVICE: 2,
     NodeState.AWAITING_APPROVAL: 2,
@@ -66,6 +62,4 @@ def test_board_query_counts_are_pinned_and_do_not_grow_with_the_fleet(client, bo
     large = measure(client, rack, quarantined)
 
     assert small == large, "a page's query count grows with the number of racks or nodes"
-    if os.environ.get("UPDATE_QUERY_COUNTS"):
-        PINNED.write_text(json.dumps(small, indent=2, sort_keys=True) + "\n")
-    assert small == json.loads(PINNED.read_text())
+    assert_pinned(small)
