@@ -35,6 +35,7 @@ from provisioning.core.phases import label_of
 from provisioning.day2 import moves
 from provisioning.day2.behind import with_manifests
 from provisioning.models import PhaseRecord
+from provisioning.site_work import site_service
 
 from . import board, panel
 
@@ -78,7 +79,12 @@ def _overview_context(request: HttpRequest, site: Site | None) -> dict:
 def site_overview(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     """Every rack with its counts per state and its progress to in-service."""
     site = get_object_or_404(Site, pk=pk) if pk is not None else None
-    return render(request, "console/overview.html", _overview_context(request, site))
+    context = _overview_context(request, site)
+    # Sites with their own workers and none alive: their runs wait (provisioning.site_work).
+    context["unserved_sites"] = [
+        s for s in site_service() if not s.served and (site is None or s.site == site.name)
+    ]
+    return render(request, "console/overview.html", context)
 
 
 @viewer

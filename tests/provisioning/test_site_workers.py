@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from fleet.choices import EventKind, NodeState
 from fleet.models import Event, Site, SiteWorker
+from fleet.roles import SITE_TECH
 from lab.processes import child_env, start_worker, stop
 from provisioning.boot.credentials import ephemeral_credential, kernel_args
 from provisioning.boot.path import media_url
@@ -215,3 +216,19 @@ def test_the_periodic_sweep_holds_the_runs_of_a_site_left_without_workers():
     sweep_task.apply()
     held.refresh_from_db()
     assert held.wait_reason.startswith(HELD_PREFIX + "berlin")
+
+
+@pytest.mark.django_db
+def test_the_overview_says_which_site_has_no_live_worker(client):
+    _run_at("berlin")
+    _run_at("oslo")
+    _own_workers("berlin")
+    _own_workers("oslo")
+    record_worker_alive("oslo", "w1@hall-o")
+    client.force_login(factories.make_user("tess", SITE_TECH))
+    page = client.get("/").content.decode()
+    assert 'data-unserved-site="berlin"' in page and "none has ever reported" in page
+    assert "worker --site berlin" in page
+    assert 'data-unserved-site="oslo"' not in page
+    oslo = Site.objects.get(name="oslo")
+    assert 'data-unserved-site="berlin"' not in client.get(f"/sites/{oslo.pk}/").content.decode()
