@@ -12,13 +12,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from lab.processes import ROOT, child_env, free_port
+from tests.support.slurm import until
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 # PostgreSQL refuses to run as root: as root, its programs run as the postgres user (the
@@ -43,16 +43,6 @@ def _start(data: Path, port: int, log: Path) -> subprocess.Popen:
          "-c", "fsync=off"],
         stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True, **RUN_AS,
     )  # fmt: skip
-
-
-def _wait_until(condition, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _query(port: int, sql: str, dbname: str = "postgres"):
@@ -83,11 +73,11 @@ def primary_and_standby():
     _pg(str(PG_BIN / "initdb"), "-D", str(primary_dir), "-U", "postgres", "--auth=trust")
     procs = [_start(primary_dir, primary_port, root / "primary.log")]
     try:
-        _wait_until(lambda: _query(primary_port, "SELECT 1"), "the primary")
+        until(lambda: _query(primary_port, "SELECT 1"), "the primary")
         _pg(str(PG_BIN / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary_port),
             "-U", "postgres", "-D", str(standby_dir), "-R", "-X", "stream")  # fmt: skip
         procs.append(_start(standby_dir, standby_port, root / "standby.log"))
-        _wait_until(
+        until(
             lambda: _query(standby_port, "SELECT pg_is_in_recovery()") == [(True,)],
             "the standby to stream",
         )
@@ -151,7 +141,7 @@ def test_a_running_process_writes_on_after_the_standby_is_promoted(primary_and_s
         before = ask("before-failover")
         assert before == {"sites": ["before-failover"], "port": ports[0]}
         # The standby has it before the primary dies (streaming is asynchronous).
-        _wait_until(
+        until(
             lambda: _query(ports[1], "SELECT name FROM fleet_site", "greenlight_ha"),
             "the standby to replay the write",
         )
@@ -160,7 +150,7 @@ def test_a_running_process_writes_on_after_the_standby_is_promoted(primary_and_s
         _pg(str(PG_BIN / "pg_ctl"), "promote", "-w", "-D", str(primary_and_standby["standby_dir"]))
 
         # The same process, no restart: the next unit of work finds the new primary.
-        after = _wait_until(lambda: (a := ask("after-failover")) and "sites" in a and a, "a write")
+        after = until(lambda: (a := ask("after-failover")) and "sites" in a and a, "a write")
         assert after == {"sites": ["after-failover", "before-failover"], "port": ports[1]}
     finally:
         if probe.stdin:

@@ -10,13 +10,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import redis
 
 from lab.processes import ROOT, child_env, free_port
+from tests.support.slurm import until
 
 REDIS_SERVER = shutil.which("redis-server")
 MASTER = "greenlight-ha"
@@ -34,16 +34,6 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-
-
-def _wait_until(condition, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what} (last probe answer: {LAST})")
 
 
 def _answers(port: int) -> bool:
@@ -70,10 +60,10 @@ def sentinel_redis(tmp_path):
     master, replica = free_port(), free_port()
     common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
     procs.append(_start(["--port", str(master), *common], tmp_path / "master.log"))
-    _wait_until(lambda: _answers(master), "the master")
+    until(lambda: _answers(master), "the master")
     replica_args = ["--port", str(replica), *common, "--replicaof", "127.0.0.1", str(master)]
     procs.append(_start(replica_args, tmp_path / "replica.log"))
-    _wait_until(lambda: _answers(replica), "the replica")
+    until(lambda: _answers(replica), "the replica")
     sentinels = [free_port() for _ in range(3)]
     for port in sentinels:
         conf = tmp_path / f"sentinel-{port}.conf"
@@ -84,7 +74,7 @@ def sentinel_redis(tmp_path):
             f"sentinel failover-timeout {MASTER} 5000\n"
         )
         procs.append(_start([str(conf), "--sentinel"], tmp_path / f"sentinel-{port}.log"))
-    _wait_until(lambda: all(_master_of(p) == master for p in sentinels), "the sentinels")
+    until(lambda: all(_master_of(p) == master for p in sentinels), "the sentinels")
     try:
         yield {"master": procs[0], "master_port": master, "replica_port": replica,
                "sentinels": sentinels}  # fmt: skip
@@ -129,9 +119,6 @@ class Probe:
         self.proc.wait(timeout=30)
 
 
-LAST: dict = {}
-
-
 def _tasks_done(log: Path) -> int:
     """Tasks the worker ran to the end (the probe sends celery.accumulate, a built-in)."""
     return sum(
@@ -142,7 +129,6 @@ def _tasks_done(log: Path) -> int:
 
 
 def _healthy(answer: dict, key: str) -> bool:
-    LAST.update(answer)
     return (
         answer.get("cache") == key
         and answer.get("live") == key
@@ -162,28 +148,34 @@ def test_broker_channel_layer_and_cache_ride_through_a_master_failover(sentinel_
     )  # fmt: skip
     probe = Probe(env)
     try:
-        _wait_until(
-            lambda: (a := probe.ask("before")) and _healthy(a, "before") and a, "a first round"
+        until(
+            lambda: (a := probe.ask("before")) and _healthy(a, "before") and a,
+            "a first round",
+            timeout=90,
         )
         # It went through the sentinels' master, not some other Redis.
         master = redis.Redis(port=sentinel_redis["master_port"])
         assert master.keys("*sentinel-probe*"), "the cache did not write to the master"
-        _wait_until(lambda: _tasks_done(worker_log), "the worker to take a task")
+        until(lambda: _tasks_done(worker_log), "the worker to take a task")
         done_before = _tasks_done(worker_log)
 
         # The master dies without a word; the sentinels promote the replica.
         sentinel_redis["master"].send_signal(signal.SIGKILL)
         promoted = sentinel_redis["replica_port"]
-        _wait_until(lambda: _master_of(sentinel_redis["sentinels"][0]) == promoted, "the failover")
+        until(
+            lambda: _master_of(sentinel_redis["sentinels"][0]) == promoted,
+            "the failover",
+            timeout=60,
+        )
 
         # The same client and the same worker, without a restart, through the new master.
-        after = _wait_until(
+        after = until(
             lambda: (a := probe.ask("after")) and _healthy(a, "after") and a,
             "a round through the promoted replica",
             timeout=90,
         )
         assert after["cache"] == "after" and after["live"] == "after"
-        _wait_until(
+        until(
             lambda: _tasks_done(worker_log) > done_before,
             "the worker to take a task sent after the failover",
             timeout=90,

@@ -4,7 +4,6 @@ saying why, and a worker coming back releases them."""
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -34,6 +33,7 @@ from provisioning.site_work import (
 from provisioning.tasks import sweep as sweep_task
 from tests import factories
 from tests.support.scenes import make_run, walk
+from tests.support.slurm import until
 
 
 def _run_at(site: str, status: str = RunStatus.WAITING) -> Run:
@@ -109,15 +109,6 @@ def test_a_heartbeat_for_a_site_that_does_not_exist_is_refused():
         record_worker_alive("atlantis", "w1@nowhere")
 
 
-def _wait_until(condition, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_worker_started_with_site_takes_that_sites_steps_and_reports_alive(tmp_path):
     run = _run_at("berlin")
@@ -129,14 +120,14 @@ def test_a_worker_started_with_site_takes_that_sites_steps_and_reports_alive(tmp
             extra_args=("--site", "berlin"),
         )  # fmt: skip
         try:
-            _wait_until(
+            until(
                 lambda: SiteWorker.objects.filter(site__name="berlin", stopped_at=None).exists(),
                 "the site worker's first heartbeat",
             )
             # A step of a berlin run goes to berlin's queue; this worker takes it (a step
             # number the run is not at, so taking it changes nothing).
             send_step(run.pk, run.step + 1000)
-            _wait_until(
+            until(
                 lambda: "provisioning.tasks.advance_run" in log_path.read_text(errors="replace"),
                 "the site worker to take the berlin step",
             )
