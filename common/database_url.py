@@ -18,9 +18,9 @@ def parse(url: str, **options: Any) -> dict[str, Any]:
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     hosts = hostlist.split(",")
     if len(hosts) == 1:
-        return dj_database_url.parse(url, **options)
+        return dict(dj_database_url.parse(url, **options))
     first = f"{userinfo}@{hosts[0]}" if userinfo else hosts[0]
-    config = dj_database_url.parse(urlunsplit(parts._replace(netloc=first)), **options)
+    config = dict(dj_database_url.parse(urlunsplit(parts._replace(netloc=first)), **options))
     names, ports = [], []
     for host in hosts:
         name, _, port = host.rpartition(":") if ":" in host else (host, "", "")

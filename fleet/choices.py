@@ -132,4 +132,82 @@ class EventKind(models.TextChoices):
     ATTENTION = "attention", "Needs a person"
     # An in-service node lent to another node's fabric gate as its NCCL partner, for the gate.
     FABRIC_PARTNER = "fabric_partner", "Borrowed as fabric partner"
+    # A rack-scale system: its lifecycle moves and its rack run's steps (stages, members, checks).
+    RACK_STATE_CHANGED = "rack_state_changed", "Rack state changed"
+    RACK_RUN = "rack_run", "Rack run step"
     TEST = "test", "Test"
+
+
+class NodeKind(models.TextChoices):
+    """What a node is: a server, or one member of a rack-scale system (GB200/GB300 NVL72).
+
+    A compute tray is a server with an OS; a switch tray and a power shelf are devices with their
+    own BMC and firmware (NVOS, CPLD, BMC) and no OS to install.
+    """
+
+    SERVER = "server", "Server"
+    COMPUTE_TRAY = "compute_tray", "Compute tray"
+    SWITCH_TRAY = "switch_tray", "NVLink switch tray"
+    POWER_SHELF = "power_shelf", "Power shelf"
+
+
+# The kinds a rack-scale system declares as its members, in the order a rack comes up.
+MEMBER_KINDS = (NodeKind.POWER_SHELF, NodeKind.SWITCH_TRAY, NodeKind.COMPUTE_TRAY)
+# Members with a BMC and firmware but no OS: their runs are out-of-band only.
+DEVICE_KINDS = (NodeKind.SWITCH_TRAY, NodeKind.POWER_SHELF)
+
+
+class RedfishResource(models.TextChoices):
+    """The Redfish resource whose property identifies a rack member's kind at enrollment."""
+
+    CHASSIS = "Chassis", "Chassis"
+    SYSTEM = "System", "ComputerSystem"
+    MANAGER = "Manager", "Manager"
+
+
+class RackState(models.TextChoices):
+    """Where a rack-scale system is in its life. Transitions live in fleet.rack_lifecycle."""
+
+    DISCOVERING = "discovering", "Discovering"
+    BRINGING_UP = "bringing_up", "Bringing up"
+    VALIDATING = "validating", "Validating"
+    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+    IN_SERVICE = "in_service", "In service"
+    DEGRADED = "degraded", "Degraded"
+
+
+RACK_STATE_COLORS = {
+    RackState.DISCOVERING: "gray",
+    RackState.BRINGING_UP: "blue",
+    RackState.VALIDATING: "sky",
+    RackState.AWAITING_APPROVAL: "amber",
+    RackState.IN_SERVICE: "green",
+    RackState.DEGRADED: "orange",
+}
+RACK_STATE_ICONS = {
+    RackState.DISCOVERING: "○",
+    RackState.BRINGING_UP: "↻",
+    RackState.VALIDATING: "⚗",
+    RackState.AWAITING_APPROVAL: "?",
+    RackState.IN_SERVICE: "✓",
+    RackState.DEGRADED: "⚠",
+}
+
+
+class StageAction(models.TextChoices):
+    """What a rack stage does to each of its members (the manifest's `rack_stages[].action`)."""
+
+    # The member's own node run: its phases (firmware among them) and, for a tray, its gates.
+    BRING_UP = "bring_up", "Bring up (the member's node run)"
+    # A forced power cycle that activates staged firmware (GB200 compute trays).
+    POWER_CYCLE = "power_cycle", "Forced power cycle"
+
+
+class StageVerify(models.TextChoices):
+    """What must hold once a stage's members settled, before the next stage starts."""
+
+    # Every member of the stage answers on its BMC; after power shelves, every tray behind them.
+    MEMBERS_ANSWER = "members_answer", "Members answer on their BMCs"
+    # The NVLink fabric formed across the rack's switch trays.
+    FABRIC_FORMED = "fabric_formed", "NVLink fabric formed"
+    NONE = "none", "Nothing beyond the members' own runs"

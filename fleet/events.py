@@ -13,7 +13,7 @@ from .models import Event
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
-    from .models import Node
+    from .models import Node, Rack
 
 
 # The longest message an event keeps: messages quote what BMCs, agents and uploads said, and no
@@ -61,11 +61,17 @@ def record(
     message: str = "",
     data: dict[str, Any] | None = None,
     publish: bool = True,
+    rack: Rack | None = None,
 ) -> Event:
-    """Append an event and publish it to live viewers once the surrounding transaction commits."""
+    """Append an event and publish it to live viewers once the surrounding transaction commits.
+
+    An event of a whole rack (a rack-scale system's lifecycle, its rack run) has no node and
+    names its `rack`; a node's event is its rack's too.
+    """
+    rack_id = node.rack_id if node is not None else (rack.pk if rack is not None else None)
     event = Event.objects.create(
         node=node,
-        rack_id=node.rack_id if node is not None else None,
+        rack_id=rack_id,
         kind=kind,
         actor=actor if actor is not None and actor.is_authenticated else None,
         actor_label=actor_label,
@@ -82,6 +88,8 @@ def record(
                 site_id = node.rack.site_id if node.rack_id else None
                 if site_id:
                     groups.append(site_group(site_id))
+        elif rack is not None:
+            groups += [rack_group(rack.pk), site_group(rack.site_id)]
         # on_commit: a browser must never see an event whose row a rollback then removed.
         transaction.on_commit(lambda: publisher.publish_event(payload, groups))
     return event

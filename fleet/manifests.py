@@ -17,6 +17,7 @@ from .documents import (
     replace_version,
 )
 from .measured_boot import parse_attestation
+from .rack_stages import parse_rack_stages
 
 __all__ = ["DocumentInvalid", "parse_manifest", "next_version", "replace_version"]
 
@@ -33,6 +34,7 @@ TOP_LEVEL = {
     "acceptance_profile",
     "timeouts",
     "attestation",
+    "rack_stages",
 }
 
 
@@ -214,6 +216,11 @@ def parse_manifest(text: str) -> ParsedDocument:
     # Measured-boot golden values (fleet.measured_boot), recorded from a reference node.
     attestation = parse_attestation(check, root["attestation"]) if "attestation" in root else None
 
+    # A rack-scale SKU's staged rules (fleet.rack_stages); absent: the default stages.
+    rack_stages = (
+        parse_rack_stages(check, root["rack_stages"]) if root and "rack_stages" in root else None
+    )
+
     profile = check.string(root, "acceptance_profile", (), required=False)
     check.raise_if_errors()
     spec = {
@@ -230,4 +237,6 @@ def parse_manifest(text: str) -> ParsedDocument:
     }
     if attestation is not None:
         spec["attestation"] = attestation
+    if rack_stages is not None:
+        spec["rack_stages"] = rack_stages
     return ParsedDocument(sku=sku, version=version, spec=spec)

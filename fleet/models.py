@@ -16,11 +16,15 @@ from .choices import (
     ComponentSource,
     DocumentStatus,
     EventKind,
+    NodeKind,
     NodeState,
 )
 from .documents import DocumentInvalid, next_version, replace_version
 from .fields import EncryptedTextField
 from .manifests import parse_manifest
+
+# Rack-scale systems' models live beside these; importing them here registers them with Django.
+from .rack_scale import NvlinkDomain, RackSystem, SkuMember  # noqa: F401
 
 
 class Site(models.Model):
@@ -164,6 +168,15 @@ class Node(models.Model):
         Rack, on_delete=models.PROTECT, related_name="nodes", null=True, blank=True
     )
     position = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Lowest U")
+    kind = models.CharField(
+        max_length=20,
+        choices=NodeKind.choices,
+        default=NodeKind.SERVER,
+        help_text="A server, or a member of its rack's rack-scale system",
+    )
+    member_index = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="A member's number among its kind in the rack, from 1"
+    )
     bmc_address = models.CharField(max_length=200, help_text="https://host[:port] of the BMC")
     bmc_username = models.CharField(max_length=100)
     bmc_password = EncryptedTextField(blank=True)
@@ -206,6 +219,9 @@ class Node(models.Model):
         ordering = ["rack", "position", "serial"]
         constraints = [
             models.UniqueConstraint(fields=["rack", "position"], name="node_unique_rack_position"),
+            models.UniqueConstraint(
+                fields=["rack", "kind", "member_index"], name="node_unique_member_slot"
+            ),
         ]
         permissions = [
             ("start_run", "Can start, retry and abort runs"),
@@ -226,6 +242,10 @@ class Node(models.Model):
                 )
         if self.position is not None and self.rack_id is None:
             raise ValidationError({"rack": "A position needs a rack."})
+        if self.kind != NodeKind.SERVER and self.rack_id is None:
+            raise ValidationError({"rack": f"A {self.get_kind_display().lower()} needs a rack."})
+        if self.member_index is not None and self.kind == NodeKind.SERVER:
+            raise ValidationError({"member_index": "Only a rack member has a member number."})
         if self.bmc_is_plain_http() and not self.bmc_plain_http_reason.strip():
             raise ValidationError({"bmc_address": PLAIN_HTTP_REFUSED})
 

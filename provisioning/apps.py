@@ -14,6 +14,7 @@ class ProvisioningConfig(AppConfig):
         from .core import contests, erase_reports, run_end, session_ends
         from .day2 import rollouts, scheduler_sync, suspect
         from .day2.wipes import certificates as wipes
+        from .rack import runs as rack_runs
 
         # A node's move ends the agent sessions its new state does not need (fleet cannot call
         # provisioning: packages depend one way).
@@ -32,4 +33,5 @@ class ProvisioningConfig(AppConfig):
             session_ends.follow_run_end,  # a run over for good ends its agent sessions
             scheduler_sync.follow_run_end,  # the scheduler resumes or cordons the node
             rollouts.follow_run_end,  # a rollout waiting on the run starts its next node
+            rack_runs.follow_run_end,  # a rack run waiting on a member's run goes on
         )

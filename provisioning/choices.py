@@ -191,3 +191,63 @@ ROLLOUT_NODE_STATUS_COLORS = {
     RolloutNodeStatus.DONE: "green",
     RolloutNodeStatus.FAILED: "red",
 }
+
+
+class RackRunStatus(models.TextChoices):
+    """Where a rack run stands. Only a running one starts members."""
+
+    RUNNING = "running", "Running"
+    # Every stage done and verified.
+    SUCCEEDED = "succeeded", "Succeeded"
+    # A member failed past its retries, or a stage ran past its time limit: the reason names it.
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+OPEN_RACK_RUN_STATUSES = (RackRunStatus.RUNNING,)
+
+RACK_RUN_STATUS_COLORS = {
+    RackRunStatus.RUNNING: "blue",
+    RackRunStatus.SUCCEEDED: "green",
+    RackRunStatus.FAILED: "red",
+    RackRunStatus.CANCELLED: "black",
+}
+
+
+class RackStageStatus(models.TextChoices):
+    """One stage of a rack run."""
+
+    PENDING = "pending", "Pending"
+    # Its members are starting, in flight or settling.
+    RUNNING = "running", "Running"
+    # Every member settled; the stage's check (verify) is being observed.
+    VERIFYING = "verifying", "Verifying"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+RACK_STAGE_STATUS_COLORS = {
+    RackStageStatus.PENDING: "gray",
+    RackStageStatus.RUNNING: "blue",
+    RackStageStatus.VERIFYING: "indigo",
+    RackStageStatus.DONE: "green",
+    RackStageStatus.FAILED: "red",
+}
+
+
+class RackMemberStatus(models.TextChoices):
+    """One member of one stage of a rack run."""
+
+    WAITING = "waiting", "Waiting"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    # Past its retries (or it could not start): the reason is on the row and stops the rack run.
+    FAILED = "failed", "Failed"
+
+
+RACK_MEMBER_STATUS_COLORS = {
+    RackMemberStatus.WAITING: "gray",
+    RackMemberStatus.RUNNING: "blue",
+    RackMemberStatus.DONE: "green",
+    RackMemberStatus.FAILED: "red",
+}

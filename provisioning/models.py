@@ -29,6 +29,9 @@ from .choices import (
     WipeStatus,
 )
 
+# Rack runs' models live beside these; importing them here registers them with Django.
+from .rack_models import RackRun, RackRunMember, RackRunStage  # noqa: F401
+
 
 class Run(models.Model):
     """One attempt to bring one node to its manifest, with its progress in typed columns."""

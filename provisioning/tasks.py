@@ -13,6 +13,14 @@ from .day2.rollouts import ADVANCE_ROLLOUT_TASK
 
 # Declared beside the call it makes; imported here, where Celery's autodiscovery looks for tasks.
 from .day2.scheduler_calls import tell_scheduler_task
+from .rack import power as rack_power
+from .rack import runs as rack_runs
+from .rack import verify as rack_verify
+from .rack.messages import (
+    ADVANCE_RACK_RUN_TASK,
+    POWER_CYCLE_MEMBER_TASK,
+    VERIFY_RACK_STAGE_TASK,
+)
 from .redfish.bmc import session_pool
 from .scheduling import ADVANCE_RUN_TASK
 from .site_work import hold_runs_of_unserved_sites
@@ -33,12 +41,32 @@ def advance_rollout(rollout_id: int) -> None:
     rollouts.advance_rollout(rollout_id)
 
 
+@shared_task(name=ADVANCE_RACK_RUN_TASK)
+def advance_rack_run(rack_run_id: int) -> None:
+    """Take a rack run's current stage as far as its rows allow."""
+    rack_runs.advance_rack_run(rack_run_id)
+
+
+@shared_task(name=VERIFY_RACK_STAGE_TASK)
+def verify_rack_stage(stage_id: int) -> None:
+    """Observe a rack stage's check on its members' BMCs and record the answer."""
+    rack_verify.observe_stage(stage_id)
+
+
+@shared_task(name=POWER_CYCLE_MEMBER_TASK)
+def power_cycle_rack_member(member_id: int) -> None:
+    """Give one rack member its forced power cycle (once, whatever the redeliveries)."""
+    rack_power.power_cycle_member(member_id)
+
+
 @shared_task(name=SWEEP_TASK, bind=True)
 def sweep(self) -> int:
     """Re-send lost steps, send the steps coming due and advance open rollouts (Celery beat
     runs this periodically); return how many steps were sent."""
     # A rollout whose wake-up message was lost moves on here.
     rollouts.advance_open_rollouts()
+    # Likewise a rack run: a lost wake-up, a check whose observation never came back.
+    rack_runs.advance_open_rack_runs()
     # Lost looks first: a look both lost and never sent is re-sent once, by the first.
     resent = sweep_runs(queue_lag_s=queue_lag_s(self.request))
     # Runs of a site whose own workers are all gone wait, and say so.

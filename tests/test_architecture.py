@@ -251,6 +251,7 @@ PROVISIONING_FLOORS: tuple[tuple[str, ...], ...] = (
         "artifacts",
         "scheduling",
         "site_work",
+        "rack_models",
         "migrations",
     ),
     ("redfish",),  # speaking Redfish to a BMC, vendor by vendor
@@ -258,7 +259,9 @@ PROVISIONING_FLOORS: tuple[tuple[str, ...], ...] = (
     ("boot",),  # the boot plane: credentials, media, images, boot path, what nodes fetch
     ("agents",),  # the agent channel: sessions, command queue, logs, redaction, agent API
     ("core",),  # the run core: engine, phases, runs and their one exit, plans, gates, sweep
-    ("intake", "day2"),  # enrolling nodes; the day-2 wing that follows the run core's exit
+    # enrolling nodes; the day-2 wing that follows the run core's exit; rack runs (stages of
+    # member node runs)
+    ("intake", "day2", "rack"),
     ("admin", "apps", "checks", "management", "tasks", "urls", "views", ""),  # the wiring
 )
 FLOOR_OF = {name: row for row, names in enumerate(PROVISIONING_FLOORS) for name in names}

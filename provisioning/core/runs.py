@@ -60,7 +60,7 @@ def start_run(
             )
             PhaseRecord.objects.bulk_create(
                 PhaseRecord(run=run, phase=name, order=index)
-                for index, name in enumerate(plan(manifest, kind))
+                for index, name in enumerate(plan(manifest, kind, node.kind))
             )
             record_event(
                 node,

@@ -23,19 +23,22 @@ from provisioning.core.runs import abort_run, retry_run
 from provisioning.day2 import rollouts, scheduler_sync, suspect
 from provisioning.day2.wipes import certificates as wipes
 from provisioning.models import PhaseRecord, Run
+from provisioning.rack import runs as rack_runs
 from tests.factories import make_node
 from tests.support.scenes import awaiting_node, make_run, walk
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # ProvisioningConfig.ready()'s order: a wipe request settles before anything else reads it, a
-# rollout starts its next node last, once the node is where this move left it.
+# rollout starts its next node last, once the node is where this move left it; so does a rack
+# run waiting on its member's run.
 DECLARED = (
     wipes.follow_run_end,
     suspect.follow_run_end,
     session_ends.follow_run_end,
     scheduler_sync.follow_run_end,
     rollouts.follow_run_end,
+    rack_runs.follow_run_end,
 )
 FOLLOWING_MODULES = [follower.__module__ for follower in DECLARED]
 
