@@ -30,6 +30,7 @@ from .models import (
     SiteWorker,
     Sku,
 )
+from .rack_scale import NvlinkDomain, RackSystem, SkuMember
 
 # Largest CSV the upload page accepts; a hall of a few thousand nodes is well under it.
 MAX_CSV_BYTES = 5 * 1024 * 1024
@@ -75,8 +76,26 @@ class RackAdmin(admin.ModelAdmin):
     search_fields = ["name", "site__name"]
 
 
+class SkuMemberInline(admin.TabularInline):
+    """A rack-scale SKU's members: how many of each kind, and how its BMC tells its kind."""
+
+    model = SkuMember
+    fk_name = "sku"
+    extra = 0
+    fields = [
+        "kind",
+        "count",
+        "member_sku",
+        "height_u",
+        "redfish_resource",
+        "match_property",
+        "match_pattern",
+    ]
+
+
 @admin.register(Sku)
 class SkuAdmin(admin.ModelAdmin):
+    inlines = [SkuMemberInline]
     list_display = [
         "name",
         "gpu_count",
@@ -355,3 +374,19 @@ class EventAdmin(admin.ModelAdmin):
 @admin.register(Manifest)
 class ManifestAdmin(VersionedDocumentAdminMixin, admin.ModelAdmin):
     pass
+
+
+@admin.register(NvlinkDomain)
+class NvlinkDomainAdmin(admin.ModelAdmin):
+    list_display = ["name", "description", "created_at"]
+    search_fields = ["name"]
+
+
+@admin.register(RackSystem)
+class RackSystemAdmin(admin.ModelAdmin):
+    """A rack that is one rack-scale system; its state moves only through rack_lifecycle."""
+
+    list_display = ["rack", "sku", "domain", "state", "state_changed_at", "attention"]
+    list_filter = ["state", "sku"]
+    list_select_related = ["rack__site", "sku", "domain"]
+    readonly_fields = ["state", "state_changed_at"]

@@ -157,3 +157,14 @@ def test_a_rack_member_needs_a_rack_and_a_server_no_member_number():
     with pytest.raises(ValidationError) as excinfo:
         server.clean()
     assert "member_index" in excinfo.value.message_dict
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_a_rack_scale_sku_its_members_and_the_rack_system(client):
+    system, _ = factories.make_nvl72_rack()
+    client.force_login(factories.make_user("root", superuser=True, staff=True))
+    page = client.get(f"/admin/fleet/sku/{system.sku_id}/change/").content.decode()
+    assert "switch_tray" in page and "power_shelf" in page  # the member inline's rows
+    listing = client.get("/admin/fleet/racksystem/").content.decode()
+    assert "NVL01" in listing and system.get_state_display() in listing
+    assert client.get("/admin/fleet/nvlinkdomain/").status_code == 200
