@@ -138,7 +138,7 @@ def live_workers(site: Site, *, now: datetime | None = None) -> list[str]:
     """Names of the site's workers whose last heartbeat is within a silence."""
     now = now or timezone.now()
     return list(
-        SiteWorker.objects.filter(site=site, stopped_at__isnull=True, seen_at__gte=now - _silence())
+        SiteWorker.objects.filter(_alive(now), site=site)
         .order_by("name")
         .values_list("name", flat=True)
     )
@@ -174,10 +174,12 @@ def site_service(*, now: datetime | None = None) -> list[SiteService]:
     """Every site with its own workers: how many are alive, and when one was last seen. One
     query."""
     now = now or timezone.now()
-    alive = Q(workers__stopped_at__isnull=True, workers__seen_at__gte=now - _silence())
     rows = (
         Site.objects.filter(own_workers=True)
-        .annotate(live=Count("workers", filter=alive), last_seen=Max("workers__seen_at"))
+        .annotate(
+            live=Count("workers", filter=_alive(now, "workers__")),
+            last_seen=Max("workers__seen_at"),
+        )
         .order_by("name")
         .values_list("name", "live", "last_seen")
     )
@@ -185,15 +187,22 @@ def site_service(*, now: datetime | None = None) -> list[SiteService]:
 
 
 def hold_runs_of_unserved_sites(*, now: datetime | None = None) -> int:
-    """Write why each waiting run of a site without a live worker waits; how many runs."""
+    """Write why each waiting run of a site without a live worker waits; how many runs were
+    not saying so yet."""
     held = 0
     for service in site_service(now=now):
         if service.served:
             continue
-        held += Run.objects.filter(
-            node__rack__site__name=service.site,
-            status__in=(RunStatus.QUEUED, RunStatus.WAITING),
-        ).update(wait_reason=service.reason())
+        reason = service.reason()
+        # Only runs not already saying so: a site down for hours is not rewritten every sweep.
+        held += (
+            Run.objects.filter(
+                node__rack__site__name=service.site,
+                status__in=(RunStatus.QUEUED, RunStatus.WAITING),
+            )
+            .exclude(wait_reason=reason)
+            .update(wait_reason=reason)
+        )
     return held
 
 
@@ -208,3 +217,8 @@ def release_held_runs(site: Site) -> int:
 
 def _silence() -> timedelta:
     return timedelta(seconds=SITE_WORKER_SILENCE_S)
+
+
+def _alive(now: datetime, prefix: str = "") -> Q:
+    """A worker heard within a silence and not stopped (`prefix` reaches it from a site)."""
+    return Q(**{f"{prefix}stopped_at__isnull": True, f"{prefix}seen_at__gte": now - _silence()})

@@ -71,6 +71,7 @@ def test_a_site_without_a_live_worker_holds_its_runs_and_says_why():
     site = _own_workers("berlin")
     now = timezone.now()
     assert hold_runs_of_unserved_sites(now=now) == 1
+    assert hold_runs_of_unserved_sites(now=now) == 0  # already saying so: not written again
     held.refresh_from_db()
     elsewhere.refresh_from_db()
     assert held.wait_reason.startswith(HELD_PREFIX + "berlin: none has ever reported")
