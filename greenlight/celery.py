@@ -6,6 +6,8 @@ from celery import Celery, bootsteps
 from celery.signals import task_prerun, worker_init
 from click import Option
 
+from common.user_agent import name_this_worker
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "greenlight.settings")
 
 app = Celery("greenlight")
@@ -16,7 +18,8 @@ app.autodiscover_tasks()
 class SiteWorker(bootsteps.StartStopStep):
     """`celery -A greenlight worker --site NAME`: consume only that site's queue (its runs'
     steps: Redfish, boot media, the agents' work) and say every half minute that the site is
-    served. Django is set up only once the worker starts, hence the imports inside."""
+    served. Every worker names itself (and its site) in the User-Agent of its BMC requests.
+    Django is set up only once the worker starts, hence the imports inside."""
 
     requires = {"celery.worker.components:Timer"}
 
@@ -24,6 +27,7 @@ class SiteWorker(bootsteps.StartStopStep):
         super().__init__(worker, **options)
         self.site = site
         self.tref = None
+        name_this_worker(worker.hostname, site)
         if site:
             from provisioning.site_work import site_queue
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,6 +121,9 @@ class LabNode:
     most_acts_in_flight: int = 0
     licensed: bool = True
     requests: int = 0  # answered by the BMC (tests check a refusal was not retried)
+    # Who sent them: each request's User-Agent, counted. All callers share loopback, so the
+    # address says nothing; tests read this to prove a hall's BMCs hear only its own workers.
+    origins: Counter[str] = field(default_factory=Counter)
     # Every request that changes something (not GET, not a session login or logout): tests
     # read it to prove a read-only operation (the drift audit) wrote nothing.
     writes: list[str] = field(default_factory=list)

@@ -129,6 +129,7 @@ class BmcApp(UpdateServiceHandlers):
     async def _faults(self, request: web.Request, handler) -> web.StreamResponse:
         faults = self.node.faults
         self.node.requests += 1
+        self.node.origins[request.headers.get("User-Agent", "")] += 1
         if request.method not in ("GET", "HEAD") and "/sessions" not in canonical(request.path):
             self.node.writes.append(f"{request.method} {request.path}")
         if faults.has("bmc_unreachable"):

@@ -16,6 +16,8 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from common.user_agent import user_agent
+
 from . import errors, quirks
 from .tls import default_context, find_pin_mismatch, pinned_context
 
@@ -95,7 +97,13 @@ class Transport:
         else:
             # https without a pin: ordinary CA verification; checking is never switched off.
             verify = default_context()
-        self._http = httpx.Client(timeout=timeout, verify=verify, follow_redirects=False)
+        # The User-Agent names the worker and its site: a hall's BMC logs show who called.
+        self._http = httpx.Client(
+            timeout=timeout,
+            verify=verify,
+            follow_redirects=False,
+            headers={"User-Agent": user_agent()},
+        )
         self._slot = bmc_slot(self.base_url, max_concurrency)
         self.session_token: str | None = None
         self.session_uri: str | None = None
