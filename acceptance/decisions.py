@@ -13,7 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 
-from fleet.choices import EventKind, NodeState
+from fleet.choices import EventKind, NodeKind, NodeState
 from fleet.events import record
 from fleet.lifecycle import TransitionConflict, TransitionNotAllowed, transition
 from fleet.models import Node, Rack
@@ -158,6 +158,12 @@ def approve(
     """
     _require(actor, APPROVE_PERM, "approve nodes")
     reason = reason.strip()
+    if node.kind != NodeKind.SERVER:
+        # A tray passes its own gates while its NVLink domain may be broken: the rack-wide
+        # verdict decides, and the rack is approved as one (acceptance.rack_decisions).
+        raise DecisionRefused(
+            f"{node.serial} is a {node.get_kind_display().lower()}: approve its rack as one decision"
+        )
     if node.state != NodeState.AWAITING_APPROVAL:
         raise lost_race(
             node, f"node {node.serial} is {NodeState(node.state).label}, not awaiting approval"

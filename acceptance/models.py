@@ -14,6 +14,7 @@ from fleet.models import Sku, VersionedDocument
 from .choices import VERDICT_COLORS, DecisionKind, Verdict
 from .gates import gate_choices
 from .profiles import parse_profile
+from .rack_models import RackTrayReport, RackVerdict  # noqa: F401
 
 
 class AcceptanceProfile(VersionedDocument):

@@ -66,7 +66,7 @@ def firmware_target_for(device: dict, targets: list[dict]) -> dict | None:
     return next((t for t in targets if model_fits(t.get("model"), *labels)), None)
 
 
-# Tools run_tool may run (the acceptance gates' tools).
+# Tools run_tool may run (the acceptance gates' tools, the rack-wide gate's).
 TOOLS = (
     "attestation",
     "dcgm",
@@ -79,6 +79,11 @@ TOOLS = (
     "xid",
     "soak",
     "reference-job",
+    # A rack-scale system's compute tray, for the rack-wide fabric verdict (issue 34): its IMEX
+    # domain, its NVLink link states, and its own addresses (to name it in IMEX's node list).
+    "imex",
+    "nvlink",
+    "host-addresses",
 )
 
 # Result fields and their limits: Greenlight refuses a result that does not fit.

@@ -124,6 +124,9 @@ SIMPLE_COMMANDS: dict[str, Callable[[dict], list[str]]] = {
     "nvbandwidth": lambda p: ["nvbandwidth"],
     "gpu-burn": lambda p: ["gpu_burn", "-d", str(int(p.get("duration_s", 600)))],
     "nvidia-smi": lambda p: ["nvidia-smi", "-q", "-x"],
+    "imex": lambda p: ["nvidia-imex-ctl", "-N"],
+    "nvlink": lambda p: ["nvidia-smi", "nvlink", "-s"],
+    "host-addresses": lambda p: ["hostname", "-I"],
     # Greenlight's own workload, in the agent's interpreter (the node's image brings torch).
     "reference-job": lambda p: [
         sys.executable,

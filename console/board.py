@@ -79,6 +79,8 @@ class Slot:
     phase_progress: str = ""  # a long phase's own progress in words ("12.5 h of 72 h")
     ready: bool | None = None  # awaiting approval: did every gate pass?
     behind: Behind | None = None  # on an older manifest than its SKU's published one
+    height_u: int = 1  # a rack-scale member's declared height (console.rack_system sets it)
+    member: str = ""  # a rack-scale member's kind and number, "Compute tray 3"
 
     @property
     def color(self) -> str:
@@ -140,15 +142,31 @@ def rack_slots(rack: Rack, node_ids: set[int] | None = None) -> list[Slot]:
 
 @dataclass
 class Elevation:
-    """The rack from its top U down: each row a slot or empty."""
+    """The rack from its top U down: each row a slot (spanning its height in U) or one empty U."""
 
-    rows: list[tuple[int, Slot | None]]
+    rows: list[tuple[int, Slot | None, int]]
     unplaced: list[Slot]
 
 
 def elevation(rack: Rack, slots: list[Slot]) -> Elevation:
-    by_u = {s.node.position: s for s in slots if s.node.position}
-    rows = [(u, by_u.get(u)) for u in range(rack.height_u, 0, -1)]
+    """Rows (lowest U, slot or None, height in U) from the top down: a 2U member is one row
+    spanning its two units, and the units it covers are not drawn again as empty."""
+    # A member declared taller than the rack has room above it is drawn up to the top U.
+    by_top = {
+        min(s.node.position + s.height_u - 1, rack.height_u): s for s in slots if s.node.position
+    }
+    rows: list[tuple[int, Slot | None, int]] = []
+    u = rack.height_u
+    while u >= 1:
+        slot = by_top.get(u)
+        if slot is not None:
+            lowest = slot.node.position or u  # placed: by_top holds only slots with a position
+            span = max(u - lowest + 1, 1)
+            rows.append((lowest, slot, span))
+            u -= span
+        else:
+            rows.append((u, None, 1))
+            u -= 1
     return Elevation(rows, [s for s in slots if not s.node.position])
 
 

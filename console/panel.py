@@ -10,7 +10,7 @@ from acceptance.decisions import gate_problems
 from acceptance.gates import GATES_BY_NAME, GateName
 from acceptance.models import GateResult, SoakSample
 from acceptance.parsers import PARSERS
-from fleet.choices import EventKind, NodeState
+from fleet.choices import EventKind, NodeKind, NodeState
 from fleet.lifecycle import is_allowed
 from fleet.models import Event, Node
 from provisioning.agents import logs as phase_logs
@@ -258,7 +258,8 @@ class Panel:
 
     @property
     def approvable(self) -> bool:
-        return self.node.state == NodeState.AWAITING_APPROVAL
+        # A rack-scale member is approved with its rack, as one decision (the rack's panel).
+        return self.node.state == NodeState.AWAITING_APPROVAL and self.node.kind == NodeKind.SERVER
 
     @property
     def quarantinable(self) -> bool:

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import firmware_views, rollout_views, views
+from . import firmware_views, rack_system_views, rollout_views, views
 
 # The paths are the ones the pages always had, so bookmarks keep working; only the names moved
 # from the "fleet" namespace (the app the pages lived in once) to the console's own.
@@ -15,6 +15,14 @@ urlpatterns = [
     path("racks/<int:pk>/", views.rack_view, name="rack"),
     path("racks/<int:pk>/snapshot.json", views.rack_snapshot, name="rack-snapshot"),
     path("racks/<int:pk>/approve-passed/", views.approve_passed, name="rack-approve-passed"),
+    path(
+        "racks/<int:pk>/approve-rack/", rack_system_views.approve_rack, name="rack-system-approve"
+    ),
+    path(
+        "racks/<int:pk>/quarantine-rack/",
+        rack_system_views.quarantine_rack,
+        name="rack-system-quarantine",
+    ),
     path("nodes/<int:pk>/", views.node_detail, name="node"),
     path("nodes/<int:pk>/panel/", views.node_panel, name="node-panel"),
     path("nodes/<int:pk>/approve/", views.approve, name="node-approve"),

@@ -23,7 +23,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from acceptance import decisions
+from acceptance import decisions, rack_decisions
 from acceptance.choices import Verdict
 from acceptance.parsers import PARSERS
 from acceptance.uploads import UploadRefused, upload_output
@@ -37,7 +37,7 @@ from provisioning.day2.behind import with_manifests
 from provisioning.models import PhaseRecord
 from provisioning.site_work import site_service
 
-from . import board, panel
+from . import board, panel, rack_system
 
 # Reading the board needs the view permission: charlie, with no role, sees nothing.
 can_view = permission_required("fleet.view_node", raise_exception=True)
@@ -107,11 +107,26 @@ def _rack_context(rack: Rack, node_ids: set[int] | None = None) -> dict:
     return {"rack": rack, "seq": seq, "slots": slots}
 
 
+def _racks():
+    # The rack-scale system (if any) comes in the rack's own query: other racks pay nothing.
+    return Rack.objects.select_related("site", "system__sku", "system__domain")
+
+
+def _with_system(context: dict) -> dict:
+    """Add a rack-scale rack's system view, its members' slots given their heights and names."""
+    system = rack_system.system_of(context["rack"])
+    if system is not None:
+        rack_system.place_members(system, context["slots"])
+        context["system_view"] = rack_system.system_view(system, context["slots"])
+    return context
+
+
 @viewer
 def rack_view(request: HttpRequest, pk: int) -> HttpResponse:
     """A rack elevation, live; `?node=<id>` opens that node's panel beside it."""
-    rack = get_object_or_404(Rack.objects.select_related("site"), pk=pk)
+    rack = get_object_or_404(_racks(), pk=pk)
     context = _rack_context(rack)
+    _with_system(context)
     context["elevation"] = board.elevation(rack, context["slots"])
     context["summary"] = board.rack_summary(rack, context["slots"])
     context["legend"] = board.state_legend()
@@ -128,7 +143,7 @@ def rack_snapshot(request: HttpRequest, pk: int) -> JsonResponse:
 
     Without `since` every slot is returned: that is how a reconnecting browser re-syncs.
     """
-    rack = get_object_or_404(Rack.objects.select_related("site"), pk=pk)
+    rack = get_object_or_404(_racks(), pk=pk)
     since = request.GET.get("since", "")
     wanted = {int(n) for n in request.GET.get("nodes", "").split(",") if n.isdigit()}
     seq = board.latest_seq()
@@ -137,20 +152,22 @@ def rack_snapshot(request: HttpRequest, pk: int) -> JsonResponse:
         wanted |= set(changed.values_list("node_id", flat=True).distinct())
         wanted.discard(None)
     all_slots = board.rack_slots(rack)
+    context = _with_system({"rack": rack, "slots": all_slots})
     summary = board.rack_summary(rack, all_slots)
     slots = [s for s in all_slots if not since.isdigit() or s.node.pk in wanted]
-    return JsonResponse(
-        {
-            "seq": seq,
-            "full": not since.isdigit(),
-            "slots": {
-                s.node.pk: render_to_string("console/_slot.html", {"slot": s}) for s in slots
-            },
-            "summary": render_to_string(
-                "console/_rack_summary.html", {"summary": summary}, request=request
-            ),
-        }
-    )
+    body = {
+        "seq": seq,
+        "full": not since.isdigit(),
+        "slots": {s.node.pk: render_to_string("console/_slot.html", {"slot": s}) for s in slots},
+        "summary": render_to_string(
+            "console/_rack_summary.html", {"summary": summary, **context}, request=request
+        ),
+    }
+    if "system_view" in context:
+        # The rack's own state and fabric status: a rack event names no node, so this fragment
+        # is sent with every snapshot of a rack-scale rack.
+        body["system"] = render_to_string("console/_rack_system.html", context, request=request)
+    return JsonResponse(body)
 
 
 @viewer
@@ -244,7 +261,10 @@ def quarantine(request: HttpRequest, pk: int) -> HttpResponse:
     return _decide(
         request,
         pk,
-        lambda node, user, data: decisions.quarantine(node, user, reason=data.get("reason", "")),
+        # A rack member's quarantine degrades its rack too (a server's is the node's alone).
+        lambda node, user, data: rack_decisions.quarantine_member(
+            node, user, reason=data.get("reason", "")
+        ),
     )
 
 

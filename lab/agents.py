@@ -48,10 +48,15 @@ SIGNING_KEY = "lab-signing-key-1"
 ERASE_SECONDS = 20.0
 INSTALL_SECONDS = 240.0
 AGENT_GONE_SECONDS = 60.0
-# A network boot's fetch of its iPXE script: tries, and lab seconds between them.
+# A network boot's fetch of its iPXE script: tries, and lab seconds between them, but never
+# under a real second: what it waits out (a control plane failing over) takes real seconds,
+# however fast the lab's clock runs.
 IPXE_ATTEMPTS = 10
 IPXE_RETRY_S = 10.0
+IPXE_RETRY_MIN_REAL_S = 1.0
 GPU_RESET_SECONDS = 15.0
+# Rack members with a BMC and no OS Greenlight installs (fleet's DEVICE_KINDS).
+DEVICE_KINDS = ("switch_tray", "power_shelf")
 MARGINAL_S = 1800
 
 
@@ -86,6 +91,7 @@ def sim_node(node: LabNode, seed: int) -> SimNode:
     fabric = [n for n in node.nics if n.get("kind") == "fabric"]
     return SimNode(
         node_id=node.serial,
+        gpu_model=node.gpus[0]["model"] if node.gpus else "NVIDIA H100 80GB HBM3",
         gpu_serials=tuple(g["serial"] for g in node.gpus),
         gpu_bus_ids=tuple(f"0000:{HGX_BUSES[i % 8]}:00.0" for i in range(len(node.gpus))),
         nic_names=tuple(f"mlx5_{i}" for i in range(len(fabric))),
@@ -211,8 +217,14 @@ class LabHardware(Hardware):
         await self._take(float(params.get("duration_s", 60)))
         if tool == "dcgm":
             return 0, dcgm_diag_json(sim, int(params.get("level", 3)), faults)
+        rack = self.hall.rack
         if tool == "nvidia-smi":
-            return 0, nvidia_smi_xml(sim, faults, under_load=bool(params.get("under_load")))
+            xml = nvidia_smi_xml(sim, faults, under_load=bool(params.get("under_load")))
+            # A GB200 tray's GPUs report their NVLink fabric too (lab.rack).
+            return 0, rack.smi(self.node, xml) if rack and self.node in rack.trays else xml
+        if rack is not None and tool in rack.TOOLS and self.node in rack.trays:
+            uuids = [sim.gpu_uuid(i) for i in range(sim.gpu_count)]
+            return 0, rack.tool_output(tool, self.node, uuids)
         if tool == "xid":
             phase = params.get("phase", "gate")
             return 0, kernel_log_xid(sim, faults, phase=phase, soak_s=int(params.get("soak_s", 0)))
@@ -271,6 +283,8 @@ class LabAgents:
         self.agents: dict[str, Agent] = {}
         self.checkins: dict[str, int] = {}
         for node in hall.nodes:
+            if node.kind in DEVICE_KINDS:
+                continue  # a switch tray's NVOS and a shelf's controller run no agent
             node.on_boot.append(self._on_boot)
             node.on_power_off.append(self._on_power_off)
 
@@ -312,7 +326,8 @@ class LabAgents:
                     return ""
                 why = f"HTTP {answer.status_code}"
             if attempt < IPXE_ATTEMPTS:
-                await asyncio.sleep(self.hall.clock.real_seconds(IPXE_RETRY_S))
+                retry_s = max(self.hall.clock.real_seconds(IPXE_RETRY_S), IPXE_RETRY_MIN_REAL_S)
+                await asyncio.sleep(retry_s)
         logger.warning("%s: no iPXE script after %d tries (%s)", node.serial, IPXE_ATTEMPTS, why)
         return ""
 

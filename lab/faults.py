@@ -116,6 +116,36 @@ CATALOG: dict[str, FaultSpec] = {
             "2",
         ),
         FaultSpec("agent_vanishes", "transient", "agent", "the agent stops checking in once"),
+        # Rack faults of an NVL72 (lab.rack): none is seen by a member's single-node gates.
+        FaultSpec(
+            "nvlink_port_down",
+            "hardware",
+            "nvlink",
+            "a switch tray's NVLink port is down: one compute tray GPU's link reads inactive",
+            "port",
+            "5",
+        ),
+        FaultSpec(
+            "fabric_other_clique",
+            "hardware",
+            "gpu",
+            "a compute tray's GPU registers healthy with the fabric, in another clique",
+            "index",
+            "2",
+        ),
+        FaultSpec(
+            "imex_peer_missing",
+            "hardware",
+            "imex",
+            "the compute tray is left out of the IMEX domain's nodes_config.cfg",
+        ),
+        FaultSpec(
+            "trips_if_compute_early",
+            "hardware",
+            "power_shelf",
+            "the power shelf trips when a compute tray boots before every switch tray's"
+            " NVLink fabric formed",
+        ),
         FaultSpec("download_blip", "transient", "network", "a download drops mid-way once"),
     )
 }

@@ -74,6 +74,8 @@ class LabHall:
                 node.faults.set(spec)
             self.nodes.append(node)
             self.bmcs.append(LabBmc(node=node, flavour=flavour))
+        # A rack-scale hall's couplings across its members (lab.rack.LabRackFabric sets it).
+        self.rack: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runners: list[web.AppRunner] = []

@@ -18,6 +18,9 @@ TARGET_FIRMWARE = {
     "gb200": {"bmc": "GB200Nvl-24.12-8", "bios": "buildbrain-gcid-38635631"},
     "lenovo": {"bmc": "2.91", "bios": "1.60"},
     "ami": {"bmc": "12.85.01", "bios": "C28"},
+    "gb200_tray": {"bmc": "GB200Nvl-24.12-8", "bios": "buildbrain-gcid-38635631"},
+    "nvl_switch": {"bmc": "88.0002.1139", "bios": "0ACTV016"},
+    "power_shelf": {"bmc": "01.02.07", "bios": "0"},
 }
 TARGET_COMMON = {
     "hgx": "96.00.9F.00.01",
@@ -38,9 +41,13 @@ def lab_sku_name(flavour: str) -> str:
 
 
 def manifest_yaml(
-    flavour: str, artifact_url: str, version: str = "1.0.0", profile_version: str = "1.0.0"
+    flavour: str,
+    artifact_url: str,
+    version: str = "1.0.0",
+    profile_version: str = "1.0.0",
+    sku: str = "",
 ) -> str:
-    """A golden manifest for a lab rack of one vendor flavour."""
+    """A golden manifest for a lab rack of one vendor flavour (its SKU: `sku`, else the lab's)."""
     targets = {**TARGET_COMMON, **TARGET_FIRMWARE[flavour]}
     assert set(targets) == set(COMMON_FIRMWARE) | set(BASE_FIRMWARE[flavour])
     firmware = {}
@@ -53,7 +60,7 @@ def manifest_yaml(
             "sha256": artifact_sha256(name),
         }
     document = {
-        "sku": lab_sku_name(flavour),
+        "sku": sku or lab_sku_name(flavour),
         "version": version,
         "description": f"Lab HGX node, {flavour}-like BMC",
         "firmware": firmware,
@@ -78,10 +85,18 @@ def _artifact(artifact_url: str, name: str) -> dict[str, str]:
     return {"url": f"{artifact_url}/artifacts/{name}", "sha256": artifact_sha256(name)}
 
 
-def profile_yaml(flavour: str, *, soak_hours: float = 72, version: str = "1.0.0") -> str:
-    """The acceptance profile of a lab SKU: every gate, the lab runs the soak by its clock."""
+def profile_yaml(
+    flavour: str,
+    *,
+    soak_hours: float = 72,
+    version: str = "1.0.0",
+    sku: str = "",
+    gates: tuple[str, ...] = (),
+) -> str:
+    """The acceptance profile of a lab SKU: every gate (or those named in `gates`), the lab
+    runs the soak by its clock."""
     document = {
-        "sku": lab_sku_name(flavour),
+        "sku": sku or lab_sku_name(flavour),
         "version": version,
         "gates": [
             {"gate": "attestation", "thresholds": {"require_signature": 1}},
@@ -91,5 +106,26 @@ def profile_yaml(flavour: str, *, soak_hours: float = 72, version: str = "1.0.0"
             {"gate": "storage", "thresholds": {"min_read_mbps": 6000, "min_write_mbps": 3000}},
             {"gate": "burn_in", "thresholds": {"soak_hours": soak_hours, "max_gpu_temp_c": 87}},
         ],
+    }
+    if gates:
+        document["gates"] = [g for g in document["gates"] if g["gate"] in gates]
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def device_manifest_yaml(flavour: str, sku: str, artifact_url: str, version: str = "1.0.0") -> str:
+    """A rack device's manifest (switch tray, power shelf): its BMC's bundle only, which
+    carries NVOS and CPLD on a switch tray; nothing to install."""
+    target = TARGET_FIRMWARE[flavour]["bmc"]
+    name = f"bmc-{target}.bin"
+    bundle = {
+        "version": target,
+        "url": f"{artifact_url}/artifacts/{quote(name)}",
+        "sha256": artifact_sha256(name),
+    }
+    document = {
+        "sku": sku,
+        "version": version,
+        "description": f"Lab rack member, {flavour} BMC",
+        "firmware": {"bmc": bundle},
     }
     return yaml.safe_dump(document, sort_keys=False)

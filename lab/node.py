@@ -100,6 +100,13 @@ class LabNode:
     gpus: list[dict[str, str]]
     drives: list[dict[str, str]]
     dpus: list[dict[str, str]]
+    # "server", or a rack member's kind ("compute_tray", "switch_tray", "power_shelf"): a
+    # switch tray and a power shelf are devices that run no agent (lab.rack couples them).
+    kind: str = "server"
+    # A switch tray's NVLink fabric as its BMC reports it ("" off, "Starting", "Enabled"), and
+    # whether a power shelf tripped (its output off): lab.rack moves both.
+    fabric_state: str = ""
+    tripped: bool = False
     power: str = "Off"
     boot_target: str = "None"
     boot_enabled: str = "Disabled"
@@ -142,6 +149,9 @@ class LabNode:
     powered_on_at: float | None = None  # lab time the host last started POST
     on_boot: list[BootHook] = field(default_factory=list)
     on_power_off: list[PowerOffHook] = field(default_factory=list)
+    # Called when the BMC restarts into a new image (lab.rack: a switch tray's bundle restarts
+    # NVOS with it, and its NVLink fabric forms again).
+    on_bmc_restart: list[PowerOffHook] = field(default_factory=list)
     _timers: list[tuple[float, int, Callable[[], None]]] = field(default_factory=list)
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
@@ -160,6 +170,11 @@ class LabNode:
 
     def _after(self, now: float, seconds: float, effect: Callable[[], None]) -> None:
         self._timers.append((now + seconds, next(self._seq), effect))
+
+    def schedule(self, now: float, seconds: float, effect: Callable[[], None]) -> None:
+        """Run `effect` at lab time `now + seconds` (lab.rack's effects across members)."""
+        with self._lock:
+            self._after(now, seconds, effect)
 
     def _slowness(self) -> float:
         """How many times longer this power action takes than a healthy node's."""
@@ -421,6 +436,8 @@ class LabNode:
         if self.forgets_tasks_on_bmc_reset:
             self.tasks.clear()
         self.sessions.clear()
+        for hook in list(self.on_bmc_restart):
+            hook(self)
 
     def activate(self, activation: str, now: float) -> None:
         """An aux power cycle ("aux_power") or manager reset ("manager_reset"): the images

@@ -33,7 +33,16 @@ def database_url() -> str:
     if s["ENGINE"].endswith("sqlite3"):
         return f"sqlite:///{Path(s['NAME']).resolve()}"
     auth = (s.get("USER") or "") + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
-    return f"postgres://{auth}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+    # A primary and its standbys are libpq's comma lists (common/database_url.py): host:port
+    # pairs again, and the session attribute that picks whichever of them takes writes.
+    hosts = str(s.get("HOST") or "127.0.0.1").split(",")
+    ports = str(s.get("PORT") or 5432).split(",")
+    if len(ports) == 1:  # libpq: one port for every host
+        ports = ports * len(hosts)
+    servers = ",".join(f"{h}:{p}" for h, p in zip(hosts, ports, strict=True))
+    attrs = (s.get("OPTIONS") or {}).get("target_session_attrs")
+    query = f"?target_session_attrs={attrs}" if attrs else ""
+    return f"postgres://{auth}@{servers}/{s['NAME']}{query}"
 
 
 def child_env(**extra: str) -> dict[str, str]:

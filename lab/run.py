@@ -26,6 +26,7 @@ from . import processes
 from .enrollment import enroll_hall, publish_lab_documents
 from .fault_mix import describe, is_hardware, plan_faults
 from .hall import LabHall
+from .proxy import TcpProxy
 from .site import LabSite
 
 
@@ -41,6 +42,9 @@ class LabRunConfig:
     flavours: tuple[str, ...] = ()
     workers: int = 1
     concurrency: int = 16
+    # Node planes the agents report to; more than one sit behind a proxy (lab/proxy.py), as an
+    # installation's web processes sit behind its load balancer.
+    node_planes: int = 1
     soak_hours: float = 1.0
     power_batch: int = 4
     site: str = "lab"
@@ -67,6 +71,9 @@ class LabRun:
         self.site: LabSite | None = None
         self.web = None
         self.agent_api = None
+        # Every node plane (the first is `agent_api`) and, with several, the proxy before them.
+        self.node_planes: list = []
+        self.proxy: TcpProxy | None = None
         self.workers: list = []
         self.beat = None
         self.env: dict[str, str] = {}
@@ -81,31 +88,25 @@ class LabRun:
 
     def __enter__(self) -> LabRun:
         c = self.config
-        self.env = processes.child_env(
-            GREENLIGHT_TIME_SCALE=c.speed,
-            GREENLIGHT_POWER_ON_BATCH=c.power_batch,
-            GREENLIGHT_STEP_LEASE_S=30,
-            GREENLIGHT_SWEEP_GRACE_S=5,
-            GREENLIGHT_SWEEP_SECONDS=2,
+        defaults = {
+            "GREENLIGHT_TIME_SCALE": c.speed,
+            "GREENLIGHT_POWER_ON_BATCH": c.power_batch,
+            "GREENLIGHT_STEP_LEASE_S": 30,
+            "GREENLIGHT_SWEEP_GRACE_S": 5,
+            "GREENLIGHT_SWEEP_SECONDS": 2,
             # A beat killed by an earlier run on this database is taken over in seconds.
-            GREENLIGHT_BEAT_LEASE_S=6,
-            **c.extra_env,
-        )
+            "GREENLIGHT_BEAT_LEASE_S": 6,
+        }
+        # extra_env may override any of these (a failover test's shorter step lease).
+        self.env = processes.child_env(**{**defaults, **c.extra_env})
         try:
             self.web, self.env_url = processes.start_web(self.env, log=self._log("web"))
             # The agents talk to a server of their own, as in production (docs/operators-guide.md):
             # hundreds of agents' check-ins and results must not queue the browsers' live updates.
-            self.agent_api, agent_api_url = processes.start_agent_api(
-                self.env, log=self._log("agent-api")
-            )
+            agent_api_url = self._start_node_planes()
             self.site = LabSite(self.hall, agent_api_url)
             self.site.start()
-            for flavour in dict.fromkeys(c.hall_flavours()):
-                publish_lab_documents(flavour, self.site.artifact_url, soak_hours=c.soak_hours)
-            self.nodes = enroll_hall(self.hall, site=c.site, rack=c.rack, racks=c.racks)
-            for index, specs in self.fault_plan.items():
-                for spec in specs:
-                    self.hall.set_fault(index, spec)
+            self.nodes = self.prepare()
             for i in range(c.workers):
                 self.add_worker(name=f"lab{i}")
             self.beat = processes.start_beat(
@@ -116,6 +117,33 @@ class LabRun:
             raise
         return self
 
+    def _start_node_planes(self) -> str:
+        """Start the node planes (and the proxy before several); the URL the agents get."""
+        urls = []
+        for i in range(self.config.node_planes):
+            name = "agent-api" if i == 0 else f"agent-api{i}"
+            proc, url = processes.start_agent_api(self.env, log=self._log(name))
+            self.node_planes.append(proc)
+            urls.append(url)
+        self.agent_api = self.node_planes[0]
+        if len(urls) == 1:
+            return urls[0]
+        self.proxy = TcpProxy([("127.0.0.1", int(url.rsplit(":", 1)[1])) for url in urls])
+        self.proxy.start()
+        return self.proxy.url
+
+    def prepare(self) -> list[Node]:
+        """Publish the documents, enroll the hall and inject the fault mix; the nodes."""
+        c = self.config
+        assert self.site is not None
+        for flavour in dict.fromkeys(c.hall_flavours()):
+            publish_lab_documents(flavour, self.site.artifact_url, soak_hours=c.soak_hours)
+        nodes = enroll_hall(self.hall, site=c.site, rack=c.rack, racks=c.racks)
+        for index, specs in self.fault_plan.items():
+            for spec in specs:
+                self.hall.set_fault(index, spec)
+        return nodes
+
     def add_worker(self, name: str = "lab"):
         worker = processes.start_worker(
             self.env, concurrency=self.config.concurrency, name=name, log=self._log(name)
@@ -124,11 +152,13 @@ class LabRun:
         return worker
 
     def __exit__(self, *exc_info: object) -> None:
-        for proc in [self.beat, *self.workers, self.web, self.agent_api]:
+        for proc in [self.beat, *self.workers, self.web, *self.node_planes]:
             if proc is not None:
                 processes.stop(proc)
         if self.site is not None:
             self.site.stop()
+        if self.proxy is not None:
+            self.proxy.stop()
         for handle in self._logs:
             handle.close()
 

@@ -19,8 +19,9 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from acceptance.decisions import DecisionConflict, DecisionRefused, approve, quarantine
+from acceptance.decisions import DecisionConflict, DecisionRefused, approve
 from acceptance.parsers import PARSERS
+from acceptance.rack_decisions import quarantine_member
 from acceptance.uploads import UploadRefused, UploadTooLarge, upload_output
 from fleet.choices import NodeState
 from fleet.lifecycle import RUN_STARTABLE_STATES
@@ -168,7 +169,8 @@ class NodeActionsMixin:
     @extend_schema(request=ReasonSerializer, responses=DECISION_RESPONSES)
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
     def quarantine(self, request, pk=None):
-        return self._decide(request, quarantine)
+        # A rack-scale member's quarantine degrades its rack too (a server's is its own).
+        return self._decide(request, quarantine_member)
 
     def _decide(self, request, decide):
         node = self.get_object()

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from acceptance.choices import Verdict
 from common.api.fields import ChoiceField, DisplayField
 from common.api.serializers import BriefSerializer, BriefUserSerializer
-from fleet.choices import ComponentKind, DocumentStatus, EventKind, NodeState
+from fleet.choices import ComponentKind, DocumentStatus, EventKind, NodeKind, NodeState
 from fleet.models import Component, Event, Manifest, Node, Rack, Site, Sku
 
 # --- brief (nested) forms --------------------------------------------------------------------
@@ -158,6 +158,9 @@ class NodeSerializer(serializers.ModelSerializer):
     site = BriefSiteSerializer(source="rack.site", read_only=True, allow_null=True)
     rack = BriefRackSerializer(read_only=True, allow_null=True)
     state = ChoiceField(choices=NodeState.choices, read_only=True)
+    # A server, or a rack-scale member (compute tray, NVLink switch tray, power shelf) and its
+    # number among its kind; the rack's view of them is /rack-systems/.
+    kind = ChoiceField(choices=NodeKind.choices, read_only=True)
     manifest = BriefManifestSerializer(read_only=True, allow_null=True)
     last_verdict = ChoiceField(
         choices=Verdict.choices,
@@ -180,6 +183,8 @@ class NodeSerializer(serializers.ModelSerializer):
             "site",
             "rack",
             "position",
+            "kind",
+            "member_index",
             "bmc_address",
             "bmc_cert_fingerprint",
             "mac_addresses",

@@ -7,7 +7,15 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import DefaultRouter
 
 from ..metrics import metrics_view
-from . import alertmanager, firmware_views, gate_views, rollout_views, run_views, views
+from . import (
+    alertmanager,
+    firmware_views,
+    gate_views,
+    rack_system_views,
+    rollout_views,
+    run_views,
+    views,
+)
 
 router = DefaultRouter()
 # The fleet.
@@ -18,6 +26,9 @@ router.register("nodes", views.NodeViewSet)
 router.register("manifests", views.ManifestViewSet)
 router.register("events", views.EventViewSet)
 router.register("firmware", firmware_views.FirmwareViewSet, basename="firmware")
+# Rack-scale systems (GB200/GB300 NVL72): the rack with its members, and its NVLink domain.
+router.register("rack-systems", rack_system_views.RackSystemViewSet)
+router.register("nvlink-domains", rack_system_views.NvlinkDomainViewSet)
 # Provisioning.
 router.register("runs", run_views.RunViewSet)
 router.register("wipe-requests", run_views.WipeRequestViewSet)

@@ -28,6 +28,7 @@ from fleet.models import Node, Rack, Site, Sku
 
 from ..inventory import inventory_nodes
 from .client import NetBoxClient, NetBoxError
+from .netbox_racks import RackSystems, member_heights
 
 S = NodeState
 
@@ -190,6 +191,8 @@ class NetBoxSync:
         self.manufacturer_name = manufacturer or settings.GREENLIGHT_NETBOX_MANUFACTURER
         self.report = SyncReport(dry_run=dry_run)
         self.custom_fields: set[str] = set()
+        self.rack_systems = RackSystems(self)
+        self.heights: dict[int, int] = {}  # a rack member SKU's declared height in U
 
     # --- one object ------------------------------------------------------------------------
 
@@ -267,6 +270,7 @@ class NetBoxSync:
             {"color": ROLE_COLOR},
         )
         sku_ids = nodes.values_list("sku_id", flat=True).distinct()
+        self.heights = member_heights(sku_ids)
         device_types = {
             sku.pk: self.ensure_device_type(sku, manufacturer)
             for sku in Sku.objects.filter(pk__in=sku_ids)
@@ -278,6 +282,8 @@ class NetBoxSync:
             if rack.site_id not in sites:
                 sites[rack.site_id] = self.ensure_site(rack.site)
             racks[rack.pk] = self.ensure_rack(rack, sites[rack.site_id])
+        # A rack-scale system's chassis, before its members' devices name it.
+        self.rack_systems.prepare(r for r, nb_rack in racks.items() if nb_rack is not None)
 
         batch: list[Node] = []
         for node in nodes.order_by("pk").iterator(chunk_size=500):
@@ -321,8 +327,9 @@ class NetBoxSync:
             self.skip("device type", sku.name, "its manufacturer failed to sync")
             return None
         desired = {"manufacturer": manufacturer, "model": sku.name, "slug": slugify(sku.name)}
-        # SKUs carry no height; 1U is a placeholder an owner may correct in NetBox.
-        on_create = {"u_height": 1, "comments": sku.description}
+        # A server SKU carries no height (1U is a placeholder an owner may correct in NetBox);
+        # a rack member's SKU has the height its rack-scale SKU declares.
+        on_create = {"u_height": self.heights.get(sku.pk, 1), "comments": sku.description}
         if isinstance(manufacturer, Pending):
             return self.upsert(
                 "device type", "dcim/device-types", sku.name, None, desired, on_create
@@ -389,6 +396,7 @@ class NetBoxSync:
             "serial": node.serial,
             "status": DEVICE_STATUS[NodeState(node.state)],
             "custom_fields": {k: v for k, v in custom.items() if k in self.custom_fields},
+            **self.rack_systems.device_fields(node, role),
         }
 
     def find_devices(self, nodes: list[Node]) -> dict[int, dict | None] | None:

@@ -97,6 +97,9 @@ class BmcApp(UpdateServiceHandlers):
         self._add("/redfish/v1/Managers", GET=self._collection(managers, "Manager"))
         self._add(p.manager, GET=lambda req, m: self._doc(r.manager(p, self.node)))
         self._add("/redfish/v1/Chassis", GET=self._collection([p.chassis], "Chassis"))
+        if self.flavour.member == "switch_tray":
+            self._add(p.fabrics, GET=self._parts(p.fabrics, r.nvlink_fabrics, "Fabric"))
+            self._add(p.fabrics + "/{id}", GET=self._part(r.nvlink_fabrics))
         self._add(p.chassis, GET=lambda req, m: self._doc(r.chassis(p, self.node)))
         self._firmware_routes()
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .member_flavours import member_flavours
+
 # What the lab's generic BMC offers as BootSourceOverrideTarget.
 GENERIC_BOOT_TARGETS = ("None", "Pxe", "Hdd", "Cd", "Usb", "BiosSetup", "UefiHttp")
 # Boot.BootSourceOverrideTarget@Redfish.AllowableValues as each capture lists them.
@@ -102,6 +104,9 @@ class Flavour:
     bmc_activation: str = "now"
     # When any other new image runs: "host_reset", or "aux_power".
     host_activation: str = "host_reset"
+    # A rack-scale member's kind ("compute_tray", "switch_tray", "power_shelf"; issue 34), or ""
+    # for a server: member_flavours.py declares them.
+    member: str = ""
 
     def link(self, path: str) -> str:
         """A link as this BMC spells it."""
@@ -515,3 +520,5 @@ FLAVOURS: dict[str, Flavour] = {
         host_activation="aux_power",
     ),
 }
+# The members of a GB200 NVL72 rack: variations of the GB200 NVL BMC (member_flavours.py).
+FLAVOURS.update(member_flavours(FLAVOURS["gb200"]))

@@ -39,6 +39,8 @@ class Paths:
         self.storage = f"{self.system}/Storage"
         self.drives = f"{self.storage}/1/Drives"
         self.adapters = f"{self.chassis}/NetworkAdapters"
+        # An NVLink switch tray's fabric (DMTF Fabric, FabricType NVLink).
+        self.fabrics = f"{ROOT}/Fabrics"
         # The system's own settings object, where Boot is PATCHed on NVIDIA's BMCs ("" if none).
         self.system_settings = (
             f"{self.system}/{flavour.system_settings}" if flavour.system_settings else ""
@@ -199,6 +201,7 @@ def chassis(paths: Paths, node: LabNode) -> dict[str, Any]:
         "Model": node.model,
         "SerialNumber": node.serial,
         "NetworkAdapters": paths.link(paths.adapters),
+        **shelf_output(paths, node),
         **chassis_firmware_parts(paths),
         "Links": {"ComputerSystems": [paths.link(paths.system)]},
     }
@@ -399,3 +402,32 @@ def chassis_firmware_parts(paths: Paths) -> dict[str, Any]:
         return {}
     action = {"target": paths.f.link(paths.aux_power_reset)}
     return {"Actions": {"Oem": {"#NvidiaChassis.AuxPowerReset": action}}}
+
+
+def shelf_output(paths: Paths, node: LabNode) -> dict[str, Any]:
+    """A power shelf's output on its chassis: On and OK, or Off and Critical once it tripped."""
+    if paths.f.member != "power_shelf":
+        return {}
+    tripped = node.tripped
+    return {
+        "PowerState": "Off" if tripped else "On",
+        "Status": {"State": "Enabled", "Health": "Critical" if tripped else "OK"},
+    }
+
+
+def nvlink_fabrics(paths: Paths, node: LabNode) -> list[dict[str, Any]]:
+    """A switch tray's NVLink fabric: Starting while it forms after NVOS boots, Enabled and OK
+    once formed, Disabled while the tray is off (lab.rack moves it). A down port does not change
+    the fabric's own status: the compute trays' `nvidia-smi nvlink -s` shows it."""
+    if paths.f.member != "switch_tray":
+        return []
+    return [
+        {
+            "@odata.id": paths.f.link(f"{paths.fabrics}/NVLink_0"),
+            "@odata.type": "#Fabric.v1_3_0.Fabric",
+            "Id": "NVLink_0",
+            "Name": "NVLink Fabric",
+            "FabricType": "NVLink",
+            "Status": {"State": node.fabric_state or "Disabled", "Health": "OK"},
+        }
+    ]

@@ -28,8 +28,13 @@ from fleet.refusals import record_refusal
 from .. import clock
 from ..boot import credentials as boot_credentials
 from ..boot.credentials import derive_token, hash_token
-from ..choices import ACTIVE_RUN_STATUSES, AgentEnvironment, CommandStatus
-from ..models import AgentCommand, AgentSession, BootCredential, Run
+from ..choices import (
+    ACTIVE_RUN_STATUSES,
+    OPEN_RACK_RUN_STATUSES,
+    AgentEnvironment,
+    CommandStatus,
+)
+from ..models import AgentCommand, AgentSession, BootCredential, RackRun, Run
 from ..scheduling import nudge
 from .link import silence_after
 
@@ -136,11 +141,14 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
                 message=f"agent checked in ({claim.environment}, boot {claim.boot_id[:8]})",
                 data={"boot_id": claim.boot_id, "environment": claim.environment},
             )
+            # In the transaction: once it commits, the boot credential is spent and a retried
+            # check-in is refused, so nothing after the commit may fail the answer (a database
+            # failover between the two would leave the boot without its token).
+            nudge_runs_of(node)
     except IntegrityError:
         _refuse(
             node, f"boot {_clip(claim.boot_id)} already checked in; its token was issued", remote
         )
-    nudge_runs_of(node)
     return session, token
 
 
@@ -259,8 +267,9 @@ def poll_interval(node_id: int) -> float:
     command usually follows, then growing with the time since (half of it) up to the settled
     interval; longer while a command of it is running (the result is pushed, and
     a pushed result wakes the agent's next poll at once) or while an out-of-band phase keeps the
-    run busy elsewhere; long when the node has no run. The short and middle intervals run on
-    Greenlight's clock, so the lab's compressed time keeps commands in proportion. One query.
+    run busy elsewhere; long when the node has no run (nor a rack run open over its rack). The
+    short and middle intervals run on Greenlight's clock, so the lab's compressed time keeps
+    commands in proportion. One query.
     """
     facts = (
         Node.objects.filter(pk=node_id)
@@ -271,9 +280,21 @@ def poll_interval(node_id: int) -> float:
     return _interval(facts or {})
 
 
+def short_poll_interval() -> float:
+    """The interval right after a boot checks in, with a run: what a check-in whose facts
+    cannot be read (the database went away after it committed) is told."""
+    return max(settings.GREENLIGHT_AGENT_POLL_S / clock.scale(), MIN_POLL_S)
+
+
 # What the poll interval follows from: EXISTS on the node's rows, and when it last did
 # something a next command follows (its boot checked in, a command finished), if recently.
-INTERVAL_FACTS = ("run_active", "command_running", "boot_at", "command_finished_at")
+INTERVAL_FACTS = (
+    "run_active",
+    "rack_run_open",
+    "command_running",
+    "boot_at",
+    "command_finished_at",
+)
 OPEN_COMMANDS = (CommandStatus.QUEUED, CommandStatus.SENT)
 
 
@@ -284,6 +305,11 @@ def _interval_facts(node: OuterRef) -> dict[str, Exists | Subquery]:
     finished = commands.filter(finished_at__gte=recent)
     return {
         "run_active": Exists(Run.objects.filter(node_id=node, status__in=ACTIVE_RUN_STATUSES)),
+        # A rack member while its rack's rack run is open: after the members' own runs ended,
+        # the rack-wide gate asks each compute tray for its reports (provisioning.rack).
+        "rack_run_open": Exists(
+            RackRun.objects.filter(rack__nodes__pk=node, status__in=OPEN_RACK_RUN_STATUSES)
+        ),
         "command_running": Exists(commands.filter(status=CommandStatus.SENT)),
         "boot_at": Subquery(boots.order_by("-created_at").values("created_at")[:1]),
         "command_finished_at": Subquery(
@@ -294,7 +320,7 @@ def _interval_facts(node: OuterRef) -> dict[str, Exists | Subquery]:
 
 def _interval(facts: dict[str, Any], *, sent_now: bool = False) -> float:
     """The interval the facts call for; `sent_now` when this poll just sent a command."""
-    if not facts.get("run_active"):
+    if not (facts.get("run_active") or facts.get("rack_run_open")):
         return settings.GREENLIGHT_AGENT_IDLE_POLL_S
     if facts.get("command_running") or sent_now:
         return settings.GREENLIGHT_AGENT_IDLE_POLL_S

@@ -60,3 +60,9 @@ def send_verify(rack_run: RackRun, stage_id: int) -> None:
 def send_power_cycle(rack_run: RackRun, member_id: int) -> None:
     """Ask a worker of the rack's site to power-cycle one member."""
     _send(POWER_CYCLE_MEMBER_TASK, (member_id,), _bmc_queue(rack_run))
+
+
+def send_to_site(rack_run: RackRun, task: str, args: tuple) -> None:
+    """Ask a worker of the rack's site to run `task` (by name) once the transaction commits:
+    an app above provisioning reading the rack's BMCs (the rack-wide gate's power shelves)."""
+    _send(task, args, _bmc_queue(rack_run))

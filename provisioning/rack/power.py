@@ -11,7 +11,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from ..choices import RackMemberStatus
+from ..boot.credentials import arm_for_boot
+from ..choices import AgentEnvironment, RackMemberStatus
 from ..rack_models import RackRunMember
 from ..redfish import PowerAction, RedfishError
 from ..redfish.bmc import bmc_session
@@ -29,6 +30,9 @@ def power_cycle_member(member_id: int) -> bool:
     member = RackRunMember.objects.select_related(
         "node__rack__site", "stage__rack_run__rack__site", "stage__rack_run__started_by"
     ).get(pk=member_id)
+    # The tray boots its installed OS again: its host credential may be redeemed by that boot
+    # (an unordered boot redeeming it would read as a second machine and revoke it).
+    arm_for_boot(member.node_id, [AgentEnvironment.HOST_OS])
     try:
         # ForceRestart (or PowerCycle) where the BMC allows it: the tray must lose power.
         with bmc_session(member.node) as client:

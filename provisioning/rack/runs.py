@@ -3,7 +3,8 @@
 A rack run is rows (provisioning.rack_models): its stages, copied in order from the manifest's
 `rack_stages` (or the default, fleet.rack_stages), and one member row per member node and
 stage. `advance_rack_run` is its only mover: it takes the current stage as far as its rows allow
-(stages.py) and goes on to the next once that one is done and its check holds. It is advanced
+(stages.py) and goes on to the next once that one is done and its check holds; after the last,
+the rack is validating until the rack-wide gate's verdict (validation.py). It is advanced
 when a member's run ends (follow_run_end, a run_end follower), when a check is observed or a
 power cycle answered, and by the periodic sweep; each advance reads everything from the rows in
 one transaction, so a crash anywhere loses nothing and the next advance resumes at the stage and
@@ -30,7 +31,7 @@ from fleet.rack_stages import stages_of
 from ..choices import OPEN_RACK_RUN_STATUSES, RackRunStatus, RackStageStatus
 from ..core.run_end import How, RunEnding
 from ..rack_models import RackRun, RackRunMember, RackRunStage
-from . import stages
+from . import stages, validation
 from .messages import say, send_advance
 
 if TYPE_CHECKING:
@@ -141,7 +142,11 @@ def advance_rack_run(rack_run_id: int, now: datetime | None = None) -> RackRun:
         if rack_run.status not in OPEN_RACK_RUN_STATUSES:
             return rack_run
         system = rack_run.rack.system
-        if system.state != RackState.BRINGING_UP:
+        staged = rack_run.stage_index >= rack_run.stages.count()
+        if not (
+            system.state == RackState.BRINGING_UP
+            or (staged and system.state == RackState.VALIDATING)
+        ):
             # A member was replaced (the rack is discovering again), or a person moved it.
             why = f"the rack is {system.get_state_display().lower()}; start a new rack run"
             _end(rack_run, RackRunStatus.CANCELLED, why, now)
@@ -159,7 +164,7 @@ def advance_rack_run(rack_run_id: int, now: datetime | None = None) -> RackRun:
                 stage_index=stage.index + 1
             ):
                 rack_run.stage_index = stage.index + 1
-        _succeed(rack_run, system, now)
+        _validate(rack_run, system, now)
     return rack_run
 
 
@@ -215,9 +220,26 @@ def _fail(rack_run: RackRun, system: RackSystem, stage, failure: str, now: datet
         _move_rack(system, RackState.DEGRADED, f"rack run {rack_run.pk} failed: {failure}"[:2000])
 
 
-def _succeed(rack_run: RackRun, system: RackSystem, now: datetime) -> None:
-    if _end(rack_run, RackRunStatus.SUCCEEDED, "", now):
-        _move_rack(system, RackState.VALIDATING, f"rack run {rack_run.pk}: every stage done")
+def _validate(rack_run: RackRun, system: RackSystem, now: datetime) -> None:
+    """Every stage is done: the rack is validating until the rack-wide gate's verdict, then
+    awaits approval, or is degraded with what the verdict names."""
+    if system.state == RackState.BRINGING_UP:
+        why = f"rack run {rack_run.pk}: every stage done; the rack-wide gate starts"
+        _move_rack(system, RackState.VALIDATING, why)
+        if system.state != RackState.VALIDATING:
+            return  # someone moved the rack first: the next advance ends this rack run
+    look = validation.rack_gate().look(rack_run, now)
+    if look.passed is None:
+        _wait(rack_run, f"rack-wide gate: {look.reason}")
+        return
+    if look.passed:
+        if _end(rack_run, RackRunStatus.SUCCEEDED, "", now):
+            why = f"rack run {rack_run.pk}: the rack-wide gate passed: {look.reason}"
+            _move_rack(system, RackState.AWAITING_APPROVAL, why[:2000])
+        return
+    failure = f"the rack-wide gate failed: {look.reason}"
+    if _end(rack_run, RackRunStatus.FAILED, failure, now):
+        _move_rack(system, RackState.DEGRADED, f"rack run {rack_run.pk}: {failure}"[:2000])
 
 
 def cancel_rack_run(
@@ -232,7 +254,7 @@ def cancel_rack_run(
         if not _end(rack_run, RackRunStatus.CANCELLED, why, now):
             raise RackRunRefused(f"rack run {rack_run.pk} has already ended")
         system = rack_run.rack.system
-        if system.state == RackState.BRINGING_UP:
+        if system.state in (RackState.BRINGING_UP, RackState.VALIDATING):
             _move_rack(system, RackState.DEGRADED, f"rack run {rack_run.pk}: {why}", actor=actor)
     return rack_run
 

@@ -19,9 +19,17 @@ from fleet.choices import NodeState, StageAction, StageVerify
 from fleet.lifecycle import RUN_STARTABLE_STATES, TransitionError
 from fleet.models import Manifest, Node
 
-from ..choices import ACTIVE_RUN_STATUSES, RackMemberStatus, RackStageStatus, RunKind, RunStatus
+from .. import clock
+from ..choices import (
+    ACTIVE_RUN_STATUSES,
+    PhaseStatus,
+    RackMemberStatus,
+    RackStageStatus,
+    RunKind,
+    RunStatus,
+)
 from ..core.runs import RunError, start_run
-from ..models import Run
+from ..models import PhaseRecord, Run
 from ..rack_models import RackRun, RackRunMember, RackRunStage
 from .messages import say, send_power_cycle, send_verify
 
@@ -31,7 +39,7 @@ W, RUNNING, DONE, FAILED = (
     RackMemberStatus.DONE,
     RackMemberStatus.FAILED,
 )
-# How long a check's observation may stay unanswered, or a "does not hold" stand, before the
+# Node seconds a check's observation may stay unanswered, or a "does not hold" stand, before the
 # check is asked for again (a lost message, a worker gone mid-look, a fabric still forming).
 VERIFY_LOOK_S = 60
 NAMED = 5  # members named in a reason before "and N more"
@@ -190,20 +198,46 @@ def _overdue(stage: RackRunStage, members: list, now: datetime) -> str:
 
 
 def _start(rack_run: RackRun, stage: RackRunStage, members: list, now: datetime) -> None:
-    free = stage.max_parallel - sum(1 for m in members if m.status == RUNNING)
+    running = sum(1 for m in members if m.status == RUNNING)
     for member in members:
-        if free <= 0:
+        if running >= stage.max_parallel:
             return
         if member.status != W:
             continue
+        # Each start's audit says how many are in flight with it: the stage's parallelism as
+        # the engine counted it (report.py reads the most).
         if stage.action == StageAction.POWER_CYCLE:
-            started = _start_cycle(rack_run, stage, member, now)
+            started = _start_cycle(rack_run, stage, member, now, running + 1)
         else:
-            started = _start_run(rack_run, stage, member, now)
-        free -= 1 if started else 0
+            started = _start_run(rack_run, stage, member, now, running + 1)
+        running += 1 if started else 0
 
 
-def _start_cycle(rack_run: RackRun, stage: RackRunStage, member, now: datetime) -> bool:
+def _flashed(rack_run: RackRun, node_id: int) -> bool:
+    """Whether a run of the node since the rack run started wrote any firmware."""
+    return PhaseRecord.objects.filter(
+        run__node_id=node_id,
+        run__created_at__gte=rack_run.started_at,
+        phase__endswith="_firmware",
+        status=PhaseStatus.DONE,
+    ).exists()
+
+
+def _start_cycle(
+    rack_run: RackRun, stage: RackRunStage, member, now: datetime, in_flight: int
+) -> bool:
+    if not _flashed(rack_run, member.node_id):
+        # The cycle activates what the tray's runs staged: with nothing written it would only
+        # interrupt the tray (a second pass over a rack at its manifest flashes nothing).
+        why = "nothing was flashed in this rack run: no power cycle needed"
+        if _move(member, W, status=DONE, reason=why, started_at=now, finished_at=now):
+            say(
+                rack_run,
+                f"{title(stage)}: {member_label(member.node)}: {why}",
+                node=member.node,
+                stage=stage.index,
+            )
+        return False
     if not _move(
         member, W, status=RUNNING, attempts=member.attempts + 1, started_at=now, reason=""
     ):
@@ -214,12 +248,15 @@ def _start_cycle(rack_run: RackRun, stage: RackRunStage, member, now: datetime) 
         f"(attempt {member.attempts} of {stage.retries + 1})",
         node=member.node,
         stage=stage.index,
+        in_flight=in_flight,
     )
     send_power_cycle(rack_run, member.pk)
     return True
 
 
-def _start_run(rack_run: RackRun, stage: RackRunStage, member, now: datetime) -> bool:
+def _start_run(
+    rack_run: RackRun, stage: RackRunStage, member, now: datetime, in_flight: int
+) -> bool:
     """Start the member's node run, or settle why it cannot; True when a run started."""
     node = Node.objects.select_related("sku", "rack__site").get(pk=member.node_id)
     if node.state == NodeState.IN_SERVICE:
@@ -269,6 +306,7 @@ def _start_run(rack_run: RackRun, stage: RackRunStage, member, now: datetime) ->
                 node=node,
                 stage=stage.index,
                 run=run.pk,
+                in_flight=in_flight,
             )
     except (RunError, TransitionError) as exc:
         if _move(
@@ -313,7 +351,7 @@ def _ask_verify(rack_run: RackRun, stage: RackRunStage, now: datetime) -> None:
 
 def _reask_if_stale(rack_run: RackRun, stage: RackRunStage, now: datetime) -> None:
     asked = stage.verify_requested_at
-    if asked is not None and now - asked < timedelta(seconds=VERIFY_LOOK_S):
+    if asked is not None and now - asked < clock.real_delta(VERIFY_LOOK_S):
         return
     if RackRunStage.objects.filter(
         pk=stage.pk, status=RackStageStatus.VERIFYING, verify_requested_at=asked

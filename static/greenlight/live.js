@@ -163,6 +163,9 @@
     }
     const summary = document.getElementById("rack-summary");
     if (summary && data.summary) summary.innerHTML = data.summary;
+    // A rack-scale rack's own state, fabric status and approval (a rack event names no node).
+    const system = document.getElementById("rack-system");
+    if (system && data.system) system.innerHTML = data.system;
     if (panelChanged) refreshPanel();
   }
 

@@ -42,6 +42,14 @@ SPEC: dict[str, tuple[str, list[str], dict[str, str], list[str], list[tuple[str,
         ["status"],
         [("site", "name")],
     ),
+    # NetBox 4.x's VirtualChassis: name (64) required, domain (30), an optional master device.
+    "dcim/virtual-chassis": (
+        "dcim.virtualchassis",
+        ["name"],
+        {"master": "dcim/devices"},
+        [],
+        [],
+    ),
     "dcim/devices": (
         "dcim.device",
         ["device_type", "role", "site", "status"],
@@ -50,9 +58,11 @@ SPEC: dict[str, tuple[str, list[str], dict[str, str], list[str], list[tuple[str,
             "role": "dcim/device-roles",
             "site": "dcim/sites",
             "rack": "dcim/racks",
+            "virtual_chassis": "dcim/virtual-chassis",
         },
         ["status", "face"],
-        [("site", "name")],
+        # dcim_device_unique_virtual_chassis_vc_position, as NetBox's Device.Meta declares it.
+        [("site", "name"), ("virtual_chassis", "vc_position")],
     ),
     "dcim/interfaces": (
         "dcim.interface",
@@ -69,7 +79,7 @@ SPEC: dict[str, tuple[str, list[str], dict[str, str], list[str], list[tuple[str,
         [("device", "name")],
     ),
 }
-MAX_LENGTH = {"serial": 50, "part_id": 50, "name": 64}
+MAX_LENGTH = {"serial": 50, "part_id": 50, "name": 64, "domain": 30}
 
 
 class FakeNetBox:
@@ -155,6 +165,12 @@ class FakeNetBox:
             and not merged.get("face")
         ):
             errors["face"] = ["Must specify rack face when defining rack position."]
+        if endpoint == "dcim/devices" and merged.get("virtual_chassis") is not None:
+            # NetBox's validate_device_vc_position.
+            if merged.get("vc_position") is None:
+                errors["vc_position"] = [
+                    "A device assigned to a virtual chassis must have its position defined."
+                ]
         for fields in uniques:
             if any(merged.get(f) in (None, "") for f in fields):
                 continue

@@ -11,7 +11,7 @@ import pytest
 from fleet.choices import EventKind, NodeKind, NodeState, RackState
 from fleet.models import Event, Node, RackSystem
 from fleet.rack_lifecycle import replace_member
-from provisioning.choices import RackMemberStatus, RackRunStatus, RackStageStatus
+from provisioning.choices import PhaseStatus, RackMemberStatus, RackRunStatus, RackStageStatus
 from provisioning.core.phases import PHASE_NAMES
 from provisioning.models import Run
 from provisioning.rack.power import power_cycle_member, settle_cycle
@@ -101,8 +101,14 @@ def settle_stage(rack_run: RackRun, index: int, now: datetime) -> int:
         if not running:
             return most
         for member in running:
-            succeed(member.run)
+            flash_and_succeed(member.run)
         advance_twice(rack_run, now)
+
+
+def flash_and_succeed(run: Run) -> None:
+    """The member's run wrote its BMC's firmware (what the power cycle activates) and passed."""
+    succeed(run)
+    run.phases.filter(phase="bmc_firmware").update(status=PhaseStatus.DONE)
 
 
 def test_the_stages_run_in_order_never_past_their_parallelism(nvl72, bob):
@@ -144,8 +150,15 @@ def test_the_stages_run_in_order_never_past_their_parallelism(nvl72, bob):
     record_verify(stage(rack_run, 3).pk, True, "all 18 answer")
     rack_run = advance_twice(rack_run, T0)
 
-    assert rack_run.status == RackRunStatus.SUCCEEDED and rack_run.finished_at == T0
+    # The engine's own count of members in flight, from each start's audit.
+    assert [s["peak_parallel"] for s in describe(rack_run)["stages"]] == [1, 3, 8, 8]
+    # Every stage done: the rack is validating, and the rack run waits for the rack-wide gate
+    # (acceptance.rack_gate; tests/acceptance/test_rack_gate.py follows it to its verdict).
+    assert rack_run.status == RackRunStatus.RUNNING and rack_run.stage_index == 4
     assert RackSystem.objects.get(pk=system.pk).state == RackState.VALIDATING
+    assert rack_run.wait_reason == (
+        "rack-wide gate: waiting for 18 of 18 compute trays' reports and the power shelves' BMCs"
+    )
     # Every member came up once: no member was run twice.
     assert Run.objects.count() == 35
     started = [e.data.get("stage") for e in Event.objects.filter(
@@ -288,7 +301,31 @@ def test_stages_from_the_manifest_replace_the_default(bob):
     rack_run = start_rack_run(system.rack, actor=bob, now=T0)
     assert [settle_stage(rack_run, i, T0) for i in range(3)] == [4, 9, 18]
     rack_run.refresh_from_db()
-    assert rack_run.status == RackRunStatus.SUCCEEDED  # verify none: no check to wait for
+    # Verify none: no check to wait for; the rack-wide gate is next.
+    assert (rack_run.status, rack_run.stage_index) == (RackRunStatus.RUNNING, 3)
+    assert RackSystem.objects.get(pk=system.pk).state == RackState.VALIDATING
+
+
+def test_a_tray_whose_runs_flashed_nothing_is_not_power_cycled(nvl72, bob):
+    system, _ = nvl72
+    rack_run = start_rack_run(system.rack, actor=bob, now=T0)
+    for index in range(2):
+        settle_stage(rack_run, index, T0)
+        record_verify(stage(rack_run, index).pk, True, "ok")
+        advance_rack_run(rack_run.pk, now=T0)
+    # The compute trays were at their manifest already: every firmware phase skipped.
+    while running := in_flight(rack_run, 2):
+        for member in running:
+            succeed(member.run)
+        advance_twice(rack_run, T0)
+    record_verify(stage(rack_run, 2).pk, True, "ok")
+    advance_twice(rack_run, T0)
+    cycles = members(rack_run, 3)
+    assert {(m.status, m.cycle_sent_at) for m in cycles} == {(DONE, None)}
+    assert {m.reason for m in cycles} == {
+        "nothing was flashed in this rack run: no power cycle needed"
+    }
+    assert describe(rack_run)["stages"][3]["peak_parallel"] == 0
 
 
 def test_a_power_cycle_is_sent_once_and_a_refusal_is_retried(nvl72, bob):

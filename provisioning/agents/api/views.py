@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -33,6 +34,7 @@ from ..sessions import (
     poll,
     poll_interval,
     record_inventory,
+    short_poll_interval,
 )
 
 MAX_FIELD_CHARS = 256
@@ -143,13 +145,14 @@ def checkin(request: HttpRequest) -> JsonResponse:
         return _bad(exc)
     except AgentRefusal as exc:
         return _refused(exc)
+    try:
+        poll_s = poll_interval(session.node_id)
+    except DatabaseError:
+        # The check-in committed and spent the boot credential: a retry would be refused, so
+        # the token must reach the agent though the database went away just now (a failover).
+        poll_s = short_poll_interval()
     return JsonResponse(
-        {
-            "token": token,
-            "node_id": session.node_id,
-            "boot_id": session.boot_id,
-            "poll_s": poll_interval(session.node_id),
-        }
+        {"token": token, "node_id": session.node_id, "boot_id": session.boot_id, "poll_s": poll_s}
     )
 
 

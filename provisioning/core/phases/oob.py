@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from fleet.choices import DEVICE_KINDS
 from fleet.models import Rack
 
 from ... import clock
@@ -330,6 +331,12 @@ class OobFirmware(Phase):
         """Make the written image run, by the platform's rule (redfish.activation)."""
         bmc = ctx.bmc()
         how = activation.rule_for(bmc, self.kind)
+        if how is Activation.HOST_RESET and ctx.node.kind in DEVICE_KINDS:
+            # A switch tray's or power shelf's bundle (BMC, CPLD, NVOS) runs once its BMC has
+            # restarted itself: there is no host of Greenlight's to reboot and no agent to await.
+            if self.at_target(ctx):
+                return self.verify(ctx, target)
+            return Wait(ACTIVATION_LOOK_S, f"waiting for the BMC to run its new {self.kind} image")
         if how is Activation.HOST_RESET:
             # The new image takes effect at the next reset, which brings the agent back.
             return boot_ephemeral(ctx, Stage.REBOOTING)
