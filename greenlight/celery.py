@@ -6,10 +6,13 @@ from celery import Celery, bootsteps
 from celery.signals import task_prerun, worker_init
 from click import Option
 
+from common.broker_transport import register as register_broker_transports
 from common.user_agent import name_this_worker
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "greenlight.settings")
 
+# A worker must outlive its broker's failover (common/broker_transport.py says why).
+register_broker_transports()
 app = Celery("greenlight")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

@@ -50,8 +50,11 @@ def send_step(run_id: int, step: int, countdown: float = 0.0) -> None:
             ADVANCE_RUN_TASK, (run_id, step), countdown=countdown or None, **routing
         )
 
-    # on_commit: the worker that picks the task up must see what this step wrote.
-    transaction.on_commit(send)
+    # on_commit: the worker that picks the task up must see what this step wrote. Robust: a
+    # send the broker refuses (its master dying, a failover) is logged, not raised; the row is
+    # written, and the sweep sends a look that is overdue, as it does a message Redis lost.
+    # Raised, it failed whatever had just committed: a check-in's answer, a result's.
+    transaction.on_commit(send, robust=True)
 
 
 def hand_over(

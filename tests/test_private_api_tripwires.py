@@ -1,8 +1,9 @@
-"""Tripwires for the three places that lean on a dependency's internals.
+"""Tripwires for the four places that lean on a dependency's internals.
 
 Each is kept because it buys a measured share of the benchmark (the numbers are in the module's
 docstring: common/prepared_reads.py, fleet/channel_layer.py, fleet/consumers.py's
-`LiveConsumer.dispatch`). These tests fail when the dependency is upgraded, so the upgrade is
+`LiveConsumer.dispatch`; common/broker_transport.py buys workers that outlive a Redis failover
+instead of exiting). These tests fail when the dependency is upgraded, so the upgrade is
 the moment someone re-reads the internals and re-measures, instead of a silent breakage.
 """
 
@@ -14,6 +15,7 @@ from importlib.metadata import version
 
 import channels.consumer
 import channels_redis.core
+from kombu.transport import redis as kombu_redis
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
 
@@ -22,7 +24,12 @@ from fleet.models import Node
 
 # The versions the internals were read against. An upgrade changes requirements.txt and must
 # change these after the reading and the benchmark.
-READ_AGAINST = {"Django": "5.2.19", "channels": "4.3.2", "channels-redis": "4.3.0"}
+READ_AGAINST = {
+    "Django": "5.2.19",
+    "channels": "4.3.2",
+    "channels-redis": "4.3.0",
+    "kombu": "5.7.0",
+}
 
 
 def _squeeze(text: str) -> str:
@@ -31,6 +38,14 @@ def _squeeze(text: str) -> str:
 
 def test_the_pinned_dependencies_are_the_versions_the_internals_were_read_against():
     assert {name: version(name) for name in READ_AGAINST} == READ_AGAINST
+
+
+def test_kombu_still_builds_its_redis_pool_from_the_connections_client_in_connparams():
+    """broker_transport refuses `_connparams` once the client is gone: it must still read it."""
+    for channel in (kombu_redis.Channel, kombu_redis.SentinelChannel):
+        params = inspect.signature(channel._connparams).parameters
+        assert list(params) == ["self", "asynchronous"]
+    assert "self.connection.client" in inspect.getsource(kombu_redis.Channel._connparams)
 
 
 def test_channels_redis_still_sends_to_a_group_with_the_script_we_batch():

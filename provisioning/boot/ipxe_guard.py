@@ -14,6 +14,7 @@ import hashlib
 
 from django.core.cache import cache
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from fleet.choices import EventKind
 from fleet.refusals import record_refusal
@@ -45,10 +46,17 @@ def _incr(key: str, timeout: int) -> int:
 
 
 def throttled(source: str) -> bool:
-    """Whether `source` has missed too often this minute (then it is counted, not looked up)."""
-    if int(cache.get(_window_key(source), 0)) < MISSES_PER_WINDOW:
+    """Whether `source` has missed too often this minute (then it is counted, not looked up).
+
+    No, while the cache cannot be read: the counts live in Redis, and during its failover a
+    guard that failed every request would refuse the boots of the very nodes it serves (a
+    node's firmware tries its iPXE script a few times, then boots the next device)."""
+    try:
+        if int(cache.get(_window_key(source), 0)) < MISSES_PER_WINDOW:
+            return False
+        _incr(THROTTLED_TOTAL, TOTAL_TTL_S)
+    except RedisError:
         return False
-    _incr(THROTTLED_TOTAL, TOTAL_TTL_S)
     return True
 
 

@@ -2,7 +2,8 @@
 
 With REDIS_SENTINELS in its environment it answers each line on stdin with one round trip
 through each part that takes a Redis: the cache, the channel layer and the broker (a task sent
-to the queue and a ping every worker answers). One JSON line per round, on stdout.
+to the queue and a ping every worker answers). One JSON line per round, on stdout. A line
+starting "hold" sends a task due later instead, which the worker holds unacknowledged.
 """
 
 from __future__ import annotations
@@ -49,10 +50,19 @@ def one_round(key: str, loop: asyncio.AbstractEventLoop) -> dict:
     return answer
 
 
+def hold(key: str) -> dict:
+    """A task due in two minutes: until then the worker holds its message unacknowledged, as
+    it holds a run's next look."""
+    app.send_task("celery.accumulate", (key,), countdown=120)
+    return {"key": key, "held": True}
+
+
 def main() -> None:
     loop = asyncio.new_event_loop()
     for line in sys.stdin:
-        print(json.dumps(one_round(line.strip(), loop)), flush=True)
+        key = line.strip()
+        answer = hold(key) if key.startswith("hold") else one_round(key, loop)
+        print(json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":
