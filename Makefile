@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Parallel test processes; 2 fits the 2-core CI machine.
 TEST_JOBS ?= 2
 
-.PHONY: demo test bench bench-intake lint install
+.PHONY: demo test bench bench-intake bench-firmware lint install
 
 $(STAMP): requirements.txt requirements-lab.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,3 +47,9 @@ bench: $(STAMP)
 bench-intake: $(STAMP)
 	$(BENCH_ENV) $(PY) manage.py bench_db
 	$(BENCH_ENV) $(PY) manage.py bench_intake --json var/bench/intake.json $(INTAKE_ARGS)
+
+# A firmware wave: a newer BMC image over N lab switch trays in S sites, in waves under a per-site
+# cap (FIRMWARE_ARGS="--nodes 741 --sites 3 --site-cap 16"); makespan and BMC concurrency reached.
+bench-firmware: $(STAMP)
+	$(BENCH_ENV) $(PY) manage.py bench_db
+	$(BENCH_ENV) $(PY) manage.py bench_firmware --json var/bench/firmware.json $(FIRMWARE_ARGS)

@@ -19,6 +19,7 @@ LAB_MODE_VARIABLE = "GREENLIGHT_LAB_MODE"
 # manage.py commands that are the lab, the demo or a benchmark: they run in lab mode.
 LAB_COMMANDS = frozenset(
     {"demo", "lab", "vmlab", "bench", "bench_db", "bench_api", "bench_ui", "bench_sushy"}
+    | {"bench_firmware", "bench_intake", "bench_views"}
 )
 # Generated in lab mode when the environment does not set them; file names under the var dir.
 GENERATED_SECRETS = {"SECRET_KEY": "secret_key", "FIELD_ENCRYPTION_KEY": "field_key"}

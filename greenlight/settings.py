@@ -385,6 +385,9 @@ X_FRAME_OPTIONS = "DENY"
 # How fast Greenlight's clock runs against the wall: 1 in production; the lab sets the same
 # factor as its own time scale so that a 20-minute phase limit is 20 lab minutes.
 GREENLIGHT_TIME_SCALE = env_float("GREENLIGHT_TIME_SCALE", 1.0, above=0)
+# Lab mode only (a check refuses it elsewhere): a file the lab writes the wall-clock time into, so
+# that a test shuts a maintenance window mid-rollout and opens the next (provisioning/clock.py).
+GREENLIGHT_WALL_CLOCK_FILE = env_str("GREENLIGHT_WALL_CLOCK_FILE")
 # The agent API's base URL as a node sees it: it goes into every boot medium Greenlight makes.
 # https in production, with the CA that signed its certificate baked into the ephemeral image.
 GREENLIGHT_AGENT_URL = env_str("GREENLIGHT_AGENT_URL", "http://127.0.0.1:8000")

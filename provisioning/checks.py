@@ -1,4 +1,5 @@
-"""System check of the scheduler adapter: a production process names a real one.
+"""System checks of the scheduler adapter (a production process names a real one) and of the
+lab's wall clock (never outside lab mode).
 
 Its ids keep the greenlight. prefix of the environment checks (common/checks.py) it sits
 beside in every report; it lives here because the adapters are provisioning's.
@@ -45,6 +46,21 @@ def check_scheduler(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
                 hint=f"Set GREENLIGHT_SCHEDULER to one of: {choices}; the lab adapter is for "
                 f"demo, lab and test processes ({LAB_MODE_VARIABLE}=1).",
                 id="greenlight.E006",
+            )
+        ]
+    return []
+
+
+@checks.register()
+def check_wall_clock(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """Maintenance windows are read against the real clock outside lab mode."""
+    if settings.GREENLIGHT_WALL_CLOCK_FILE and not settings.GREENLIGHT_LAB_MODE:
+        return [
+            checks.Error(
+                "GREENLIGHT_WALL_CLOCK_FILE is set outside lab mode: maintenance windows would be "
+                "read against a time a file says, not the real one.",
+                hint=f"Unset it; it is for lab and test processes ({LAB_MODE_VARIABLE}=1).",
+                id="greenlight.E009",
             )
         ]
     return []

@@ -3,11 +3,18 @@
 Production runs at scale 1. The lab runs its hall faster (a 78-minute run in seconds) and sets the
 same factor here, so a "20 minute" phase limit is 20 lab minutes and every wait stays in
 proportion. Durations in manifests and phase definitions are always in node (lab) seconds.
+
+Maintenance windows are read against `wall_now()`: the real clock, unless a lab process names a
+file in GREENLIGHT_WALL_CLOCK_FILE (lab mode only, provisioning/checks.py) that says what the
+wall reads; the lab writes it (`wall_clock_record`) to shut a window and open the next one.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
@@ -15,6 +22,35 @@ from django.utils import timezone
 
 def now() -> datetime:
     return timezone.now()
+
+
+def wall_now() -> datetime:
+    """The wall-clock time maintenance windows are read against (the real one by default)."""
+    path = settings.GREENLIGHT_WALL_CLOCK_FILE
+    if not (path and settings.GREENLIGHT_LAB_MODE and Path(path).exists()):
+        # Production; or a lab whose test has not set the time yet.
+        return timezone.now()
+    return _steered(Path(path))
+
+
+def wall_clock_record(reads: datetime, speed: float = 0.0) -> str:
+    """The file's text: the wall reads `reads` now and runs on at `speed` (0: it stands)."""
+    if reads.tzinfo is None:
+        raise ValueError("a wall-clock time needs its time zone")
+    return json.dumps({"reads": reads.isoformat(), "since": time.time(), "speed": speed})
+
+
+def _steered(path: Path) -> datetime:
+    try:
+        record = json.loads(path.read_text())
+        reads = datetime.fromisoformat(record["reads"])
+        elapsed = (time.time() - float(record["since"])) * float(record["speed"])
+        if reads.tzinfo is None:
+            raise ValueError(f"{record['reads']!r} has no time zone")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        # Never the real clock instead: a window read against the wrong time takes nodes out.
+        raise ValueError(f"the wall clock in {path} cannot be read: {exc}") from None
+    return reads + timedelta(seconds=elapsed)
 
 
 def scale() -> float:

@@ -131,7 +131,9 @@ def roll_back(rollout: Rollout, node_ids: list[int] | None, *, actor: Actor) -> 
     if not node_ids:
         raise RolloutRefused(f"rollout {rollout.pk} has no node to roll back")
     order = {node_id: i for i, node_id in enumerate(node_ids)}
-    nodes = sorted(Node.objects.filter(pk__in=node_ids), key=lambda n: order[n.pk])
+    nodes = sorted(
+        Node.objects.filter(pk__in=node_ids).select_related("rack"), key=lambda n: order[n.pk]
+    )
     return start_rollout(
         previous,
         actor=actor,

@@ -30,6 +30,7 @@ from fleet.events import record as record_event
 from fleet.lifecycle import TransitionError
 from fleet.models import Manifest, Node
 
+from .. import clock
 from ..choices import (
     ACTIVE_RUN_STATUSES,
     OPEN_ROLLOUT_STATES,
@@ -118,7 +119,7 @@ def start_rollout(
             f"{manifest.sku.name} {manifest.version} is {manifest.status}: only the published "
             "manifest is rolled out"
         )
-    nodes = list(behind_nodes(manifest)) if nodes is None else nodes
+    nodes = waves.spread_over_sites(list(behind_nodes(manifest)) if nodes is None else nodes)
     if not nodes:
         raise RolloutRefused(f"no node is behind {manifest.sku.name} {manifest.version}")
     try:
@@ -144,7 +145,9 @@ def start_rollout(
 
 def advance_rollout(rollout_id: int, now=None) -> Rollout:
     """Settle the rollout's ended runs, pause it if a settled wave failed too many nodes, and
-    start its current wave's waiting nodes up to its concurrency, windows and caps."""
+    start its current wave's waiting nodes up to its concurrency, windows and caps (windows read
+    at `now`, by default the wall clock: the sweep calls this, so a shut window's nodes start
+    at the first sweep after the next one opens)."""
     with transaction.atomic():
         # The UPDATE is the lock: two workers advancing one rollout take turns, so neither
         # counts the nodes in flight before the other's starts are written.
@@ -167,7 +170,8 @@ def advance_rollout(rollout_id: int, now=None) -> Rollout:
                 Rollout.objects.filter(pk=rollout.pk).update(state=RolloutState.PAUSED, reason=why)
                 rollout.refresh_from_db()
                 return rollout
-            _start_waiting(rollout, entries, now or timezone.now())
+            # A window that shut stops new starts only: nodes it let in go on to the end.
+            _start_waiting(rollout, entries, now or clock.wall_now())
         if not rollout.entries.filter(status__in=(W, RUNNING)).exists():
             _end(rollout, RolloutState.FINISHED, "")
     return rollout

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from fleet import windows
-from fleet.models import MaintenanceWindow, Site
+from fleet.models import MaintenanceWindow, Node, Site
 
 from ..choices import RolloutNodeStatus
 from ..models import Rollout, RolloutNode
@@ -48,6 +48,17 @@ class WavePolicy:
         while order >= start + size:
             start, size, wave = start + size, size * self.wave_growth, wave + 1
         return wave
+
+
+def spread_over_sites(nodes: list[Node]) -> list[Node]:
+    """The nodes in turn from each site (each site's own order kept), so that every wave takes
+    from every site and the sites' caps add up, instead of a wave filling one site's cap while
+    the others idle. A fleet of one site keeps its order."""
+    by_site: dict[int | None, list[Node]] = defaultdict(list)
+    for node in nodes:
+        by_site[node.rack.site_id if node.rack_id else None].append(node)
+    queues = list(by_site.values())
+    return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
 
 
 RANGES = {

@@ -140,6 +140,24 @@ def test_site_and_rack_caps_bound_the_nodes_in_flight(manifest, profile, bob):
     assert held.reason == "waiting: 3 node(s) of hall-1 in flight (the site cap)"
 
 
+def test_each_wave_takes_from_every_site_so_the_site_caps_add_up(manifest, profile, bob):
+    placement = [("hall-1", "R01")] * 4 + [("hall-2", "R09")] * 4
+    new, nodes = _fleet(manifest, placement)
+    policy = WavePolicy(canary=2, wave_growth=3, site_cap=2)
+    rollout = start_rollout(new, actor=bob, concurrency=8, policy=policy)
+    entries = list(rollout.entries.order_by("order").select_related("node__rack__site"))
+    sites = [(e.wave, e.node.rack.site.name) for e in entries]
+    # The canary is one node of each hall, and each hall's own order is kept.
+    assert sites[:2] == [(0, "hall-1"), (0, "hall-2")]
+    assert [e.node for e in entries if e.node.rack.site.name == "hall-1"] == nodes[:4]
+    succeed(_runs(rollout)[0])
+    succeed(_runs(rollout)[1])
+    advance_rollout(rollout.pk)
+    # Wave 1 (six nodes) runs two per hall at once: each hall's cap, both halls busy.
+    running = rollout.entries.filter(status=RUNNING).select_related("node__rack__site")
+    assert sorted(e.node.rack.site.name for e in running) == ["hall-1"] * 2 + ["hall-2"] * 2
+
+
 @pytest.mark.parametrize(
     ("data", "words"),
     [
