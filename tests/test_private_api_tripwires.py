@@ -15,9 +15,9 @@ from importlib.metadata import version
 
 import channels.consumer
 import channels_redis.core
-from kombu.transport import redis as kombu_redis
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
+from kombu.transport import redis as kombu_redis
 
 from fleet.channel_layer import GROUP_SEND_LUA, LiveChannelLayer
 from fleet.models import Node

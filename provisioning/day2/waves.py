@@ -56,7 +56,7 @@ def spread_over_sites(nodes: list[Node]) -> list[Node]:
     the others idle. A fleet of one site keeps its order."""
     by_site: dict[int | None, list[Node]] = defaultdict(list)
     for node in nodes:
-        by_site[node.rack.site_id if node.rack_id else None].append(node)
+        by_site[node.rack.site_id if node.rack is not None else None].append(node)
     queues = list(by_site.values())
     return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
 
