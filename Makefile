@@ -24,7 +24,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	GREENLIGHT_LAB_MODE=1 $(PY) manage.py makemigrations --check --dry-run
 	GREENLIGHT_LAB_MODE=1 $(PY) manage.py check
-	$(PY) -m pytest -n $(TEST_JOBS) --dist worksteal -m "not vm" $(PYTEST_ARGS)
+	# The slowest tests named at the end: where the CI time goes.
+	$(PY) -m pytest -n $(TEST_JOBS) --dist worksteal -m "not vm" --durations=30 $(PYTEST_ARGS)
 	# The VM tier alone, after the rest: its emulated NVMe stalls when the suite shares its cores.
 	$(PY) -m pytest -m vm $(PYTEST_ARGS) || test $$? -eq 5
 

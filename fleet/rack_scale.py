@@ -169,6 +169,13 @@ class RackSystem(models.Model):
         for declared in self.sku.members.all():
             found = have.get(declared.kind, 0)
             if found != declared.count:
-                label = NodeKind(declared.kind).label
-                missing.append(f"{found} of {declared.count} {label.lower()}s enrolled")
+                missing.append(f"{found} of {declared.count} {plural(declared.kind)} enrolled")
         return missing
+
+
+def plural(kind: str) -> str:
+    """A member kind's label in the plural, as in a sentence: "NVLink switch trays", "power
+    shelves"."""
+    label = str(NodeKind(kind).label)
+    word = label if label[:2].isupper() else label[0].lower() + label[1:]
+    return word[:-1] + "ves" if word.endswith("f") else word + "s"

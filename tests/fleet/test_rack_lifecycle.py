@@ -20,7 +20,7 @@ from fleet.rack_lifecycle import (
     replace_member,
     transition,
 )
-from fleet.rack_scale import member_kind_for
+from fleet.rack_scale import member_kind_for, plural
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -113,7 +113,7 @@ def test_discovery_names_what_is_missing():
     assert system.missing_members() == []
     assert [len(members[k]) for k in ("power_shelf", "switch_tray", "compute_tray")] == [8, 9, 18]
     Node.objects.filter(pk=members["switch_tray"][0].pk).update(state=NodeState.DECOMMISSIONED)
-    assert system.missing_members() == ["8 of 9 nvlink switch trays enrolled"]
+    assert system.missing_members() == ["8 of 9 NVLink switch trays enrolled"]
 
 
 def test_a_member_kind_is_identified_from_its_redfish_resource_not_a_dmi_name():
@@ -168,3 +168,11 @@ def test_the_admin_shows_a_rack_scale_sku_its_members_and_the_rack_system(client
     listing = client.get("/admin/fleet/racksystem/").content.decode()
     assert "NVL01" in listing and system.get_state_display() in listing
     assert client.get("/admin/fleet/nvlinkdomain/").status_code == 200
+
+
+def test_member_kinds_read_as_words_in_the_plural():
+    assert [plural(k) for k in ("compute_tray", "switch_tray", "power_shelf")] == [
+        "compute trays",
+        "NVLink switch trays",
+        "power shelves",
+    ]
