@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING
 
+from fleet.choices import NodeKind
 from provisioning.choices import RunKind
 from provisioning.core import gates as provisioning_gates
 from provisioning.core.phases.base import Phase
@@ -35,9 +36,10 @@ def returns_to_service(run: Run) -> str:
 
     The SKU's published profile decides, not the version the run's manifest pins: that is the
     behaviour the tenant-release tests hold (tests/wipes/test_lab_release.py publishes a new
-    profile with the policy and expects it to apply to runs already under way).
+    profile with the policy and expects it to apply to runs already under way). A rack-scale
+    member never returns alone: its rack is approved as one decision (rack_decisions).
     """
-    if run.kind not in (RunKind.WIPE, *TAKE_OUT_KINDS):
+    if run.kind not in (RunKind.WIPE, *TAKE_OUT_KINDS) or run.node.kind != NodeKind.SERVER:
         return ""
     profile = AcceptanceProfile.current_for(run.node.sku)
     if profile and profile.spec.get("auto_return_to_service"):

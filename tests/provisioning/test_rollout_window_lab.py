@@ -11,13 +11,16 @@ only this test moves: the window shuts and opens when the test says, whatever th
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, time
 from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
 
-from fleet.models import MaintenanceWindow, Manifest, Node, Site
+from console.firmware import firmware_rows
+from fleet.choices import ComponentKind
+from fleet.models import Component, MaintenanceWindow, Manifest, Node, Site
 from fleet.roles import SITE_TECH
 from lab.run import LabRun, LabRunConfig
 from lab.wall_clock import LabWallClock
@@ -146,6 +149,21 @@ def test_a_window_shuts_mid_rollout_then_a_bad_image_trips_a_later_wave(tmp_path
         assert entry.run.status == RunStatus.SUCCEEDED
         assert Node.objects.get(pk=bad.pk).manifest_id == before.pk
         assert lab.hall.node(bad.serial).firmware["bmc"] == old_bmc
+
+        # The fleet firmware view after the updates and the roll back is the stored inventory,
+        # row for row, and its BMC rows are the versions the BMCs themselves run.
+        rows = firmware_rows(Node.objects.all())
+        shown: Counter[tuple[str, str, str]] = Counter()
+        for row in rows:
+            shown[(row.kind, row.model, row.version)] += row.parts
+        stored = Counter((c.kind, c.model, c.firmware_version) for c in Component.objects.all())
+        assert shown == stored
+        bmcs: Counter[str] = Counter()
+        for row in rows:
+            if row.kind == ComponentKind.BMC:
+                bmcs[row.version] += row.parts
+        running = Counter(lab.hall.node(n.serial).firmware["bmc"] for n in Node.objects.all())
+        assert bmcs == running
 
 
 def canary_finished(canary) -> datetime:

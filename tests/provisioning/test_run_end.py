@@ -12,7 +12,7 @@ import pytest
 
 from acceptance import decisions
 from acceptance.models import AcceptanceProfile
-from fleet.choices import NodeState
+from fleet.choices import NodeKind, NodeState
 from fleet.models import Node
 from provisioning.choices import PhaseStatus, RunKind, RunStatus
 from provisioning.core import run_end, session_ends
@@ -127,6 +127,19 @@ def _succeed_back_into_service(rack, bob) -> None:
     spec = {**profile.spec, "auto_return_to_service": True}
     AcceptanceProfile.objects.filter(pk=profile.pk).update(spec=spec)
     complete_run(_passed(run))
+
+
+@pytest.mark.django_db
+def test_a_rack_member_waits_for_its_racks_decision_though_the_profile_returns_nodes(
+    rack, manifest, profile
+):
+    run = _running(rack, kind=RunKind.SUSPECT)
+    Node.objects.filter(pk=run.node_id).update(kind=NodeKind.COMPUTE_TRAY, member_index=1)
+    profile = AcceptanceProfile.current_for(run.node.sku)
+    spec = {**profile.spec, "auto_return_to_service": True}
+    AcceptanceProfile.objects.filter(pk=profile.pk).update(spec=spec)
+    complete_run(_passed(Run.objects.get(pk=run.pk)))
+    assert Node.objects.get(pk=run.node_id).state == NodeState.AWAITING_APPROVAL
 
 
 def _approve(rack, bob) -> None:
