@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from fleet import windows
 from fleet.models import MaintenanceWindow, Node, Site
@@ -59,6 +60,12 @@ def spread_over_sites(nodes: list[Node]) -> list[Node]:
         by_site[node.rack.site_id if node.rack is not None else None].append(node)
     queues = list(by_site.values())
     return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+
+
+def bmc_of(node: Node) -> str:
+    """The BMC a node is reached through: its address's host and port (nodes of one blade
+    share it, each by its own system's path)."""
+    return urlsplit(node.bmc_address.strip().lower()).netloc
 
 
 RANGES = {
@@ -127,13 +134,16 @@ def settled_waves(entries: list[RolloutNode]) -> int:
 
 @dataclass
 class Gate:
-    """Which waiting node of the current wave may start now: its site's window is open and its
-    site and rack are under their caps. Counts what it lets through."""
+    """Which waiting node of the current wave may start now: its site's window is open, its
+    site and rack are under their caps, and no other node behind its BMC is in flight (a BMC
+    serving several nodes, as a blade chassis's does, takes one update at a time). Counts what
+    it lets through."""
 
     rollout: Rollout
     now: datetime
     in_flight_sites: Counter = field(default_factory=Counter)
     in_flight_racks: Counter = field(default_factory=Counter)
+    in_flight_bmcs: dict[str, str] = field(default_factory=dict)
     _windows: dict[int, list[windows.Window]] = field(default_factory=dict)
     _zones: dict[int, Any] = field(default_factory=dict)
     # Sites whose windows cannot be read (a zone or weekday the admin's checks never saw, as a
@@ -160,6 +170,7 @@ class Gate:
         return gate
 
     def count(self, entry: RolloutNode) -> None:
+        self.in_flight_bmcs.setdefault(bmc_of(entry.node), entry.node.serial)
         rack = entry.node.rack
         if rack is not None:
             self.in_flight_racks[rack.pk] += 1
@@ -167,6 +178,9 @@ class Gate:
 
     def refusal(self, entry: RolloutNode) -> str:
         """Why the entry waits now, or "" when it may start."""
+        busy = self.in_flight_bmcs.get(bmc_of(entry.node))
+        if busy and busy != entry.node.serial:
+            return f"waiting: its BMC is busy with {busy} (one node per BMC at a time)"
         rack = entry.node.rack
         if rack is None:
             return ""

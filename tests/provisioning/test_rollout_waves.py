@@ -158,6 +158,23 @@ def test_each_wave_takes_from_every_site_so_the_site_caps_add_up(manifest, profi
     assert sorted(e.node.rack.site.name for e in running) == ["hall-1"] * 2 + ["hall-2"] * 2
 
 
+def test_nodes_behind_one_bmc_take_their_turn(manifest, profile, bob):
+    new, nodes = _fleet(manifest, [("hall-1", "R01")] * 3)
+    # A blade's BMC serves two nodes, each by its own system's path.
+    Node.objects.filter(pk=nodes[0].pk).update(bmc_address="https://10.0.0.9/Systems/Node0")
+    Node.objects.filter(pk=nodes[1].pk).update(bmc_address="https://10.0.0.9/Systems/Node1")
+    rollout = start_rollout(new, actor=bob, concurrency=5)
+    assert statuses(rollout) == [RUNNING, W, RUNNING]
+    held = rollout.entries.get(node=nodes[1])
+    assert (
+        held.reason
+        == f"waiting: its BMC is busy with {nodes[0].serial} (one node per BMC at a time)"
+    )
+    succeed(_runs(rollout)[0])
+    advance_rollout(rollout.pk)
+    assert statuses(rollout) == [DONE, RUNNING, RUNNING]
+
+
 @pytest.mark.parametrize(
     ("data", "words"),
     [
