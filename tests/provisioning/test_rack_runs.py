@@ -283,7 +283,7 @@ def test_a_rack_run_is_refused_clearly(nvl72, bob):
     with pytest.raises(RackRunRefused, match="is not a rack-scale system"):
         start_rack_run(factories.make_rack("PLAIN"), actor=bob)
     Node.objects.filter(pk=nodes["switch_tray"][8].pk).update(state=NodeState.DECOMMISSIONED)
-    with pytest.raises(RackRunRefused, match="not fully discovered: 8 of 9 nvlink switch trays"):
+    with pytest.raises(RackRunRefused, match="not fully discovered: 8 of 9 NVLink switch trays"):
         start_rack_run(system.rack, actor=bob)
     Node.objects.filter(pk=nodes["switch_tray"][8].pk).update(state=NodeState.ENROLLED)
     start_rack_run(system.rack, actor=bob, now=T0)
