@@ -17,6 +17,7 @@ from fleet.choices import EventKind, NodeKind, NodeState
 from fleet.events import record
 from fleet.lifecycle import TransitionConflict, TransitionNotAllowed, transition
 from fleet.models import Node, Rack
+from fleet.rack_scale import kind_word
 from provisioning.core import run_end
 from provisioning.models import Run
 
@@ -162,7 +163,7 @@ def approve(
         # A tray passes its own gates while its NVLink domain may be broken: the rack-wide
         # verdict decides, and the rack is approved as one (acceptance.rack_decisions).
         raise DecisionRefused(
-            f"{node.serial} is a {node.get_kind_display().lower()}: approve its rack as one decision"
+            f"{node.serial} is a {kind_word(node.kind)}: approve its rack as one decision"
         )
     if node.state != NodeState.AWAITING_APPROVAL:
         raise lost_race(

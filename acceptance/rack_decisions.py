@@ -25,6 +25,7 @@ from fleet.choices import EventKind, NodeKind, NodeState, RackState
 from fleet.events import record
 from fleet.lifecycle import TransitionConflict, TransitionError, is_allowed, transition
 from fleet.models import Node, RackSystem
+from fleet.rack_scale import member_label
 from provisioning.core import run_end
 from provisioning.models import Run
 
@@ -54,11 +55,6 @@ class RackDecision:
     kind: str
     decisions: list[Decision]
     event_id: int
-
-
-def member_label(node: Node) -> str:
-    """How a decision names a member: "compute tray 3 (SN0003)"."""
-    return f"{node.get_kind_display().lower()} {node.member_index or '?'} ({node.serial})"
 
 
 def _named(labels: list[str]) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 from fleet.choices import NodeKind
 from fleet.models import Node
+from fleet.rack_scale import member_label
 from provisioning.choices import CommandStatus
-from provisioning.rack.stages import member_label
 from provisioning.rack_models import RackRun
 from provisioning.redfish import RedfishError
 from provisioning.redfish.bmc import bmc_session

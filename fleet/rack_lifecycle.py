@@ -19,7 +19,7 @@ from .events import record
 from .lifecycle import TransitionConflict, TransitionError, TransitionNotAllowed
 from .lifecycle import transition as move_node
 from .models import Node
-from .rack_scale import RackSystem
+from .rack_scale import RackSystem, kind_word
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -124,8 +124,7 @@ def replace_member(
     system = RackSystem.objects.select_related("rack__site").get(rack_id=old.rack_id)
     if old.kind != new.kind:
         raise MemberReplaceRefused(
-            f"{new.serial} is a {new.get_kind_display().lower()}, not a "
-            f"{old.get_kind_display().lower()} like {old.serial}"
+            f"{new.serial} is a {kind_word(new.kind)}, not a {kind_word(old.kind)} like {old.serial}"
         )
     why = (
         reason

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -25,6 +25,9 @@ from .choices import (
     RackState,
     RedfishResource,
 )
+
+if TYPE_CHECKING:
+    from .models import Node
 
 MEMBER_KIND_CHOICES = [(str(k), k.label) for k in MEMBER_KINDS]
 
@@ -173,9 +176,18 @@ class RackSystem(models.Model):
         return missing
 
 
-def plural(kind: str) -> str:
-    """A member kind's label in the plural, as in a sentence: "NVLink switch trays", "power
-    shelves"."""
+def kind_word(kind: str) -> str:
+    """A node kind's label as in a sentence: "compute tray", "NVLink switch tray"."""
     label = str(NodeKind(kind).label)
-    word = label if label[:2].isupper() else label[0].lower() + label[1:]
+    return label if label[:2].isupper() else label[0].lower() + label[1:]
+
+
+def plural(kind: str) -> str:
+    """A member kind in the plural, as in a sentence: "NVLink switch trays", "power shelves"."""
+    word = kind_word(kind)
     return word[:-1] + "ves" if word.endswith("f") else word + "s"
+
+
+def member_label(node: Node) -> str:
+    """How a message names a member: "NVLink switch tray 4 (SN0004)"."""
+    return f"{kind_word(node.kind)} {node.member_index or '?'} ({node.serial})"

@@ -11,13 +11,15 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from fleet.rack_scale import member_label
+
 from ..boot.credentials import arm_for_boot
 from ..choices import AgentEnvironment, RackMemberStatus
 from ..rack_models import RackRunMember
 from ..redfish import PowerAction, RedfishError
 from ..redfish.bmc import bmc_session
 from .messages import say, send_advance
-from .stages import member_label, title
+from .stages import title
 
 
 def power_cycle_member(member_id: int) -> bool:

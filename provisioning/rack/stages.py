@@ -18,6 +18,7 @@ from django.db import transaction
 from fleet.choices import NodeState, StageAction, StageVerify
 from fleet.lifecycle import RUN_STARTABLE_STATES, TransitionError
 from fleet.models import Manifest, Node
+from fleet.rack_scale import member_label
 
 from .. import clock
 from ..choices import (
@@ -58,11 +59,6 @@ class StageOutcome:
 def title(stage: RackRunStage) -> str:
     """How the audit names a stage: "stage 2 (switch_tray, bring_up)"."""
     return f"stage {stage.index + 1} ({stage.kind}, {stage.action})"
-
-
-def member_label(node: Node) -> str:
-    """How the audit names a member: "switch tray 4 (SN0004)"."""
-    return f"{node.get_kind_display().lower()} {node.member_index or '?'} ({node.serial})"
 
 
 def _named(items: list[str]) -> str:

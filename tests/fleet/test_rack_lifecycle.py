@@ -103,7 +103,7 @@ def test_replacing_a_tray_sends_the_rack_back_to_discovering(bob):
 def test_a_tray_is_replaced_only_by_one_of_its_kind(bob):
     system, members = factories.make_nvl72_rack()
     shelf = factories.make_node("SPARE-PS", rack=None, position=None, kind=NodeKind.POWER_SHELF)
-    with pytest.raises(MemberReplaceRefused, match="is a power shelf, not a nvlink switch tray"):
+    with pytest.raises(MemberReplaceRefused, match="is a power shelf, not a NVLink switch tray"):
         replace_member(members["switch_tray"][0], shelf, actor=bob)
     assert RackSystem.objects.get(pk=system.pk).state == RackState.DISCOVERING
 
