@@ -74,6 +74,7 @@ def _assert_once_per_tick(sent: list[tuple[int, str, float]], window_s: float) -
     assert ticks / 2 <= len(sent) <= ticks + 1, (len(sent), sent)
 
 
+@pytest.mark.ha
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_two_beats_send_each_tick_once_and_the_second_takes_over_a_killed_first(tmp_path):
     name = f"beats-{tmp_path.name}-{time.monotonic_ns()}"
