@@ -6,6 +6,8 @@ and beat (lab/run.py), starts a run on every node, and answers the test's comman
 line each on the stdout it was started with (everything else it prints goes to stderr):
 
     progress              each node's run: its status and current phase
+    hold                  arm every node whose run has not reached hgx_firmware: its BMC
+                          accepts the HGX update and holds the answer (the worker is pinned)
     kill worker-of N      SIGKILL the worker holding node N's run
     kill node-plane N     SIGKILL node plane N (the agents' web process)
     finish                wait for every run to end; what the lab's BMCs and agents saw, and
@@ -35,6 +37,7 @@ from fleet.models import Event, Node  # noqa: E402
 from lab import processes  # noqa: E402
 from lab.run import LabRun, LabRunConfig  # noqa: E402
 from provisioning.choices import ACTIVE_RUN_STATUSES  # noqa: E402
+from provisioning.core.phases import PHASE_NAMES  # noqa: E402
 from provisioning.models import AgentCommand, PhaseRecord, Run  # noqa: E402
 
 # The component whose update node 0's BMC accepts but answers too late (lab/bmc): the worker
@@ -65,8 +68,26 @@ def progress(lab: LabRun, runs: dict[int, Run]) -> dict:
     )
     return {
         "runs": [found[pk] for pk in ids],
-        "held_accepted": lab.hall.nodes[0].flashes.count(HELD),
+        "held_accepted": [node.flashes.count(HELD) for node in lab.hall.nodes],
     }
+
+
+def hold(lab: LabRun, runs: dict[int, Run]) -> dict:
+    """Arm the held HGX answer on every node whose run has not reached hgx_firmware yet.
+
+    Armed when the test says (after the Redis failover), not at the start: how long the two
+    failovers take depends on the machine's load, and a node armed at the start may have
+    passed its HGX update before the test looks for the pinned worker."""
+    before_hgx = PHASE_NAMES[: PHASE_NAMES.index(f"{HELD}_firmware")]
+    found = progress(lab, runs)["runs"]
+    armed = [
+        index
+        for index, (status, phase, _) in enumerate(found)
+        if status in ACTIVE_RUN_STATUSES and (not phase or phase in before_hgx)
+    ]
+    for index in armed:
+        lab.hall.set_fault(index, f"update_answer_held:{HELD}")
+    return {"armed": armed}
 
 
 def kill(lab: LabRun, runs: dict[int, Run], what: str, index: str) -> dict:
@@ -164,13 +185,14 @@ def main() -> None:
         },
     )
     with LabRun(config, log_dir=log_dir) as lab:
-        lab.hall.set_fault(0, f"update_answer_held:{HELD}")
         runs = lab.start_pass()
         say({"nodes": [n.pk for n in lab.nodes], "runs": [runs[n.pk].pk for n in lab.nodes]})
         for line in sys.stdin:
             command, *args = line.split()
             if command == "progress":
                 say(progress(lab, runs))
+            elif command == "hold":
+                say(hold(lab, runs))
             elif command == "kill":
                 say(kill(lab, runs, *args))
             elif command == "finish":

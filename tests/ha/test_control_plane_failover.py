@@ -7,8 +7,8 @@ provisioned by two workers, two node planes behind a proxy and beat (tests/ha/fa
 a child process told the HA peers by its environment, as every Greenlight process is). With
 every run under way, in order: the PostgreSQL primary is killed and the standby promoted; the
 Redis master is killed and the sentinels promote the replica; then the worker pinned in a
-step (node 0's BMC holds its answer to an update it accepted) and a node plane the agents report
-to are killed. Every node must end where a run without faults ends it, each firmware component
+step (a node's BMC holds its answer to an HGX update it accepted) and a node plane the agents
+report to are killed. Every node must end where a run without faults ends it, each firmware component
 flashed once as the lab's BMCs and agents count, every phase's events present, and the events
 naming the takeover.
 """
@@ -82,11 +82,13 @@ def _position(status: str, phase: str) -> int:
 
 
 def _until_progress(lab: FailoverLab, what: str, condition, timeout: float = 120.0) -> dict:
-    def check():
-        progress = lab.ask("progress")
-        return progress if condition(progress) else None
+    seen: list[dict] = [{}]
 
-    return until(check, what, timeout=timeout)
+    def check():
+        seen[0] = lab.ask("progress")
+        return seen[0] if condition(seen[0]) else None
+
+    return until(check, what, timeout=timeout, explain=lambda: f"last seen: {seen[0]}")
 
 
 def _all_active(progress: dict) -> bool:
@@ -112,6 +114,22 @@ def _node0_at(phase: str):
     return reached
 
 
+def _pinned(armed: list[int]):
+    """The first armed node whose BMC accepted the HGX update and holds the answer, while
+    its run is running hgx_firmware: its worker is pinned in the step."""
+
+    def found(progress: dict) -> int | None:
+        for index in armed:
+            if progress["held_accepted"][index] == 1 and progress["runs"][index][:2] == [
+                "running",
+                "hgx_firmware",
+            ]:
+                return index
+        return None
+
+    return found
+
+
 def _events_of(node: dict, kind: str) -> list[dict]:
     return [e for e in node["events"] if e["kind"] == kind and e["data"].get("run") == node["run"]]
 
@@ -119,9 +137,9 @@ def _events_of(node: dict, kind: str) -> list[dict]:
 def _faults_mid_run(lab: FailoverLab, pg: ha.PostgresPair, peers: ha.SentinelRedis) -> dict:
     """The faults, one after another while the rack's runs are under way; what the lab saw."""
     try:
-        # 1. The database's machine dies while every run is under way and node 0 is in its
-        #    first firmware phase; the standby is promoted (what Patroni does).
-        _until_progress(lab, "node 0's BMC update", _node0_at("bmc_firmware"))
+        # 1. The database's machine dies while every run is under way and node 0's agent
+        #    checks in; the standby is promoted (what Patroni does).
+        _until_progress(lab, "node 0's agent to be awaited", _node0_at("wait_for_agent"))
         progress = lab.ask("progress")
         assert _all_active(progress), progress
         pg.kill_primary()
@@ -133,18 +151,22 @@ def _faults_mid_run(lab: FailoverLab, pg: ha.PostgresPair, peers: ha.SentinelRed
         peers.kill_master()
         peers.wait_for_failover()
 
-        # 3. A worker dies mid-step (pinned in node 0's HGX update, which its BMC accepted
-        #    and answers too late), and so does one of the agents' two web processes.
+        # 3. A worker dies mid-step (pinned in a node's HGX update, which its BMC accepted
+        #    and answers too late), and so does one of the agents' two web processes. The
+        #    holds are armed now, on the runs still short of their HGX update: how long the
+        #    failovers took is the machine's business.
+        armed = lab.ask("hold")["armed"]
+        assert armed, f"every run passed its HGX update during the failovers: {progress}"
+        pinned = _pinned(armed)
         progress = _until_progress(
-            lab,
-            "a worker pinned in node 0's HGX update",
-            lambda p: p["held_accepted"] == 1 and p["runs"][0][:2] == ["running", "hgx_firmware"],
+            lab, "a worker pinned in an HGX update", lambda p: pinned(p) is not None
         )
         assert _all_active(progress), progress
-        killed = lab.ask("kill worker-of 0")["killed"]
+        index = pinned(progress)
+        killed = lab.ask(f"kill worker-of {index}")["killed"]
         assert lab.ask("kill node-plane 1")["killed"]
 
-        return {**lab.ask("finish"), "killed_worker": killed}
+        return {**lab.ask("finish"), "killed_worker": killed, "pinned": index}
     finally:
         lab.close()
 
@@ -190,10 +212,10 @@ def test_a_rack_mid_run_survives_losing_the_database_redis_a_worker_and_a_web_pr
         _assert_flashed_once(node)
         _assert_no_event_lost(node)
 
-    # The events say what happened: node 0's run taken over from the killed worker, at the
-    # phase it had reached, by the worker that lived.
+    # The events say what happened: the pinned node's run taken over from the killed worker, at
+    # the phase it had reached, by the worker that lived.
     killed = result["killed_worker"]
-    takeovers = _events_of(result["nodes"][0], EventKind.RUN_TAKEN_OVER)
+    takeovers = _events_of(result["nodes"][result["pinned"]], EventKind.RUN_TAKEN_OVER)
     assert any(
         t["data"]["from"] == killed and "at hgx_firmware from" in t["message"] for t in takeovers
     ), takeovers

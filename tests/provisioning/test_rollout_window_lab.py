@@ -53,6 +53,17 @@ def _rollout(pk: int) -> Rollout:
     return Rollout.objects.get(pk=pk)
 
 
+def _entries(rollout: Rollout) -> str:
+    """Each entry's wave, status and reason, and its run's status, phase and error."""
+    return "entries: " + repr(
+        [
+            (e.wave, e.node.serial, e.status, e.reason)
+            + ((e.run.status, e.run.current_phase, e.run.last_error[:200]) if e.run else ())
+            for e in rollout.entries.select_related("node", "run").order_by("order")
+        ]
+    )
+
+
 def _swept_twice(rollout: Rollout) -> None:
     """Wait until the rollout has been advanced twice more (the beat's sweep, every 2 s)."""
     for _ in range(2):
@@ -109,6 +120,7 @@ def test_a_window_shuts_mid_rollout_then_a_bad_image_trips_a_later_wave(tmp_path
             lambda: rollout.entries.filter(pk=canary.pk, status=DONE).exists(),
             "the canary to finish after the window shut",
             timeout=240,
+            explain=lambda: _entries(rollout),
         )
         _swept_twice(rollout)
         waiting = rollout.entries.filter(wave=1)
@@ -121,6 +133,7 @@ def test_a_window_shuts_mid_rollout_then_a_bad_image_trips_a_later_wave(tmp_path
             lambda: Rollout.objects.filter(pk=rollout.pk, state=RolloutState.PAUSED).first(),
             "the bad image to pause the rollout in the next window",
             timeout=240,
+            explain=lambda: f"{_rollout(rollout.pk).state}, {_entries(rollout)}",
         )
         assert paused.reason.startswith("wave 2 failed 1 of 2 nodes (50% > 0%)")
         assert bad.serial in paused.reason
@@ -143,6 +156,7 @@ def test_a_window_shuts_mid_rollout_then_a_bad_image_trips_a_later_wave(tmp_path
             lambda: Rollout.objects.filter(pk=back.pk, state=RolloutState.FINISHED).first(),
             "the roll back to finish",
             timeout=240,
+            explain=lambda: _entries(back),
         )
         (entry,) = done.entries.all()
         assert entry.node_id == bad.pk and entry.status == DONE

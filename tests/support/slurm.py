@@ -28,15 +28,17 @@ needs_slurm = pytest.mark.skipif(
 )
 
 
-def until(condition, what: str, timeout: float = 30.0):
-    """Poll `condition` (bounded) until it returns something true."""
+def until(condition, what: str, timeout: float = 30.0, explain=None):
+    """Poll `condition` (bounded) until it returns something true; on a time-out, the message
+    carries `explain()` (what the waited-for things were doing), for whoever reads a CI log."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    seen = f"; {explain()}" if explain else ""
+    raise AssertionError(f"timed out waiting for {what}{seen}")
 
 
 def show() -> str:
