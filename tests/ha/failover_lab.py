@@ -5,7 +5,7 @@ environment: it starts a lab rack (BMCs, agents), two workers, two node planes b
 and beat (lab/run.py), starts a run on every node, and answers the test's commands, one JSON
 line each on the stdout it was started with (everything else it prints goes to stderr):
 
-    progress              each node's run: its status and current phase
+    progress              each node's run: its status and current phase, and its HGX stage
     hold                  arm every node whose run has not reached hgx_firmware: its BMC
                           accepts the HGX update and holds the answer (the worker is pinned)
     kill worker-of N      SIGKILL the worker holding node N's run
@@ -66,9 +66,19 @@ def progress(lab: LabRun, runs: dict[int, Run]) -> dict:
             )
         }
     )
+    stages = rows(
+        lambda: dict(
+            PhaseRecord.objects.filter(run_id__in=ids, phase=f"{HELD}_firmware").values_list(
+                "run_id", "stage"
+            )
+        )
+    )
     return {
         "runs": [found[pk] for pk in ids],
         "held_accepted": [node.flashes.count(HELD) for node in lab.hall.nodes],
+        # "pushing" while the worker waits for the BMC's answer to its update (stage saved
+        # before it asks, moved on once the answer is in or a later look resumes).
+        "held_stage": [stages.get(pk, "") for pk in ids],
     }
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from fleet.choices import EventKind, NodeState
 from lab.processes import ROOT, child_env
-from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunStatus
+from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunStatus, Stage
 from provisioning.core.phases import PHASE_NAMES
 from tests.support import ha
 from tests.support.slurm import until
@@ -115,15 +115,18 @@ def _node0_at(phase: str):
 
 
 def _pinned(armed: list[int]):
-    """The first armed node whose BMC accepted the HGX update and holds the answer, while
-    its run is running hgx_firmware: its worker is pinned in the step."""
+    """The first armed node whose BMC accepted the HGX update and holds the answer, while its
+    run is running hgx_firmware still waiting for that answer: its worker is pinned in the
+    step (and the run's holder is that worker, not one whose step has ended)."""
 
     def found(progress: dict) -> int | None:
         for index in armed:
-            if progress["held_accepted"][index] == 1 and progress["runs"][index][:2] == [
-                "running",
-                "hgx_firmware",
-            ]:
+            status, phase, _ = progress["runs"][index]
+            if (
+                progress["held_accepted"][index] == 1
+                and (status, phase) == ("running", "hgx_firmware")
+                and progress["held_stage"][index] == Stage.PUSHING
+            ):
                 return index
         return None
 
