@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
+from django.db.models import Subquery
 from django.utils import timezone
 
 from fleet import rack_lifecycle
@@ -133,6 +134,7 @@ def advance_rack_run(rack_run_id: int, now: datetime | None = None) -> RackRun:
     on rows that did not change, a second call changes nothing."""
     now = now or timezone.now()
     with transaction.atomic():
+        _lock_rack(rack_run_id)
         # The UPDATE is the lock: two workers advancing one rack run take turns, so neither
         # counts the members in flight before the other's starts are written.
         RackRun.objects.filter(pk=rack_run_id).update(advanced_at=timezone.now())
@@ -181,6 +183,15 @@ def advance_open_rack_runs(now: datetime | None = None) -> int:
             # that follows; its rows are as they were, and the next sweep tries again.
             logger.exception("rack run %s could not advance", rack_run_id)
     return len(ids)
+
+
+def _lock_rack(rack_run_id: int) -> None:
+    """Take the rack's row lock before any other row, as every rack decision does
+    (acceptance.rack_decisions): an advance that started a member and then moved the rack would
+    otherwise deadlock with a tray's quarantine, which holds the rack and waits for that
+    member's row (PostgreSQL; SQLite serializes writers)."""
+    rack = RackRun.objects.filter(pk=rack_run_id).values("rack_id")
+    list(RackSystem.objects.select_for_update().filter(rack_id=Subquery(rack)).values("pk"))
 
 
 def _wait(rack_run: RackRun, why: str) -> None:
@@ -250,6 +261,7 @@ def cancel_rack_run(
     now = now or timezone.now()
     why = reason.strip() or f"cancelled by {actor.get_username()}"
     with transaction.atomic():
+        _lock_rack(rack_run.pk)
         rack_run = RackRun.objects.select_related("rack__system", "started_by").get(pk=rack_run.pk)
         if not _end(rack_run, RackRunStatus.CANCELLED, why, now):
             raise RackRunRefused(f"rack run {rack_run.pk} has already ended")
