@@ -14,7 +14,7 @@ from django.db.models import Count, Q
 from acceptance.decisions import passed_node_ids
 from fleet.choices import NODE_STATE_COLORS, NODE_STATE_ICONS, NodeState
 from fleet.lifecycle import ACTIVE_STATES, NEEDS_ATTENTION_STATES
-from fleet.models import Event, Node, Rack, Site
+from fleet.models import Event, Node, Rack, RackSystem, Site
 from provisioning.choices import ACTIVE_RUN_STATUSES, PhaseStatus
 from provisioning.core import progress
 from provisioning.core.phases import PHASES, label_of
@@ -210,6 +210,12 @@ class RackRow:
     def active(self) -> int:
         return sum(self.counter[s] for s in ACTIVE_STATES)
 
+    @property
+    def system(self) -> RackSystem | None:
+        """The rack-scale system this rack is, if it is one: brought up, judged and approved as
+        one, so its own state says more than its members' counts (no query: selected along)."""
+        return getattr(self.rack, "system", None)
+
 
 @dataclass
 class SiteBlock:
@@ -225,7 +231,7 @@ class Overview:
 
 def overview(site: Site | None = None, state: str = "", sku: str = "") -> Overview:
     """Every rack (of one site, or all) with counts per state: 2 queries, whatever the fleet."""
-    racks = Rack.objects.select_related("site").order_by("site__name", "name")
+    racks = Rack.objects.select_related("site", "system").order_by("site__name", "name")
     nodes = Node.objects.filter(rack__isnull=False)
     if site is not None:
         racks = racks.filter(site=site)
