@@ -6,10 +6,16 @@ from fleet.documents import SEMVER, ParsedDocument, SchemaChecker, load_lined_ya
 
 from .gates import GATES_BY_NAME
 
-TOP_LEVEL = {"sku", "version", "description", "auto_return_to_service", "suspect_action", "gates"}
+TOP_LEVEL = {
+    "sku", "version", "description", "auto_return_to_service", "suspect_action", "gates",
+    "rack_gates",
+}  # fmt: skip
 # How deep a suspect node (reported by a health check or an alert) is re-checked once drained:
 # the gates on its installed OS, or a full reprovision (firmware, reimage) before them.
 SUSPECT_ACTIONS = ("revalidate", "reprovision")
+# The rack-wide gates a rack-scale SKU's profile may ask for beside the fabric verdict, which
+# is always judged (acceptance.rack_gate): `dcgmi mndiag` run over the rack's compute trays.
+RACK_GATES = ("mndiag",)
 
 
 def parse_profile(text: str) -> ParsedDocument:
@@ -29,9 +35,13 @@ def parse_profile(text: str) -> ParsedDocument:
     suspect_action = root.get("suspect_action", "revalidate")
     if suspect_action not in SUSPECT_ACTIONS:
         check.error(("suspect_action",), f"must be one of {', '.join(SUSPECT_ACTIONS)}")
+    rack_gates = _rack_gates(check, root)
     gates_out: list[dict] = []
     gates = root.get("gates")
-    if not isinstance(gates, list) or not gates:
+    # A rack-scale SKU's profile may hold rack-wide gates only: its members have their own.
+    if rack_gates and gates is None:
+        gates = []
+    elif not isinstance(gates, list) or not gates:
         check.error(("gates",), "must be a non-empty list of gates")
         gates = []
     seen: set[str] = set()
@@ -79,4 +89,31 @@ def parse_profile(text: str) -> ParsedDocument:
     }
     if "suspect_action" in root:
         spec["suspect_action"] = suspect_action
+    if rack_gates:
+        spec["rack_gates"] = rack_gates
     return ParsedDocument(sku=sku, version=version, spec=spec)
+
+
+def _rack_gates(check: SchemaChecker, root: dict) -> list[str]:
+    """`rack_gates:`, a list of RACK_GATES names, each once."""
+    value = root.get("rack_gates")
+    if value is None:
+        return []
+    if not isinstance(value, list) or not value:
+        check.error(("rack_gates",), f"must be a non-empty list of {', '.join(RACK_GATES)}")
+        return []
+    out: list[str] = []
+    for index, name in enumerate(value):
+        if name not in RACK_GATES:
+            check.error(("rack_gates", index),
+                        f"unknown rack gate {name!r}; expected one of {', '.join(RACK_GATES)}")  # fmt: skip
+        elif name in out:
+            check.error(("rack_gates", index), f"rack gate {name!r} is listed twice")
+        else:
+            out.append(name)
+    return out
+
+
+def rack_gates_of(spec: dict | None) -> tuple[str, ...]:
+    """The rack-wide gates a parsed profile asks for (none for a node SKU's profile)."""
+    return tuple((spec or {}).get("rack_gates") or ())

@@ -32,8 +32,9 @@ from .verdicts import GateVerdict, conclude
 # The tools a compute tray reports for this verdict, by their parser's name.
 TRAY_TOOLS = ("nvidia-smi", "imex", "nvlink")
 # Tools judged only rack-wide: no single-node gate takes their upload (an IMEX view says
-# nothing alone; the rack domain files it with the rack's verdict).
-RACK_ONLY_TOOLS = ("imex",)
+# nothing alone, dcgmi mndiag spans the rack's trays; the rack domain files them with the
+# rack's verdict).
+RACK_ONLY_TOOLS = ("imex", "mndiag")
 # A link this much below the expected speed trained down (speeds print rounded).
 SPEED_TOLERANCE = 0.99
 UNKNOWN = "fabric_unknown"
@@ -64,10 +65,17 @@ class TrayReport:
     nvlink: ParseResult | None = None
     # The tray's address in IMEX's node list, so an IMEX node can be named as its tray.
     imex_address: str = ""
+    # The tray's own host name (`hostname`), so a dcgmi mndiag host is named as its tray.
+    hostname: str = ""
 
     @classmethod
     def from_outputs(
-        cls, name: str, outputs: dict[str, str], serial: str = "", imex_address: str = ""
+        cls,
+        name: str,
+        outputs: dict[str, str],
+        serial: str = "",
+        imex_address: str = "",
+        hostname: str = "",
     ) -> TrayReport:
         """Parse a tray's raw outputs, keyed by TRAY_TOOLS; a tool it did not report stays None."""
         parsed = {tool: PARSERS[tool](outputs[tool]) for tool in TRAY_TOOLS if tool in outputs}
@@ -78,6 +86,7 @@ class TrayReport:
             parsed.get("imex"),
             parsed.get("nvlink"),
             imex_address,
+            hostname,
         )
 
     @property

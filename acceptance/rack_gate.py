@@ -9,6 +9,11 @@ the tray's power cycle (its new firmware running); a command lost to a reboot is
 most MAX_ATTEMPTS times. The shelves are read by a worker of the rack's site (tasks.py). Once
 every tray answered and the shelves were read, or the deadline passed, the verdict is written
 once; a tray that never answered is unknown, and the verdict is never a pass with it.
+
+Where the rack's profile asks for it (`rack_gates: [mndiag]`, the rack-scale SKU's profile),
+once every tray answered, the first tray whose host OS is up (the head) runs `dcgmi mndiag`
+over every tray that reported, by the address it reported (the one IMEX lists): one more agent
+command, asked again like a tray's when lost; its output joins the verdict (rack_mndiag).
 """
 
 from __future__ import annotations
@@ -29,10 +34,14 @@ from provisioning.rack_models import RackRun, RackRunMember
 
 from . import rack_judge
 from .choices import Verdict
+from .models import AcceptanceProfile
+from .profiles import rack_gates_of
 from .rack_models import RackTrayReport, RackVerdict
 
 # What a compute tray runs for the verdict, each a tool of the agent's (agent.protocol.TOOLS).
-RACK_GATE_TOOLS = ("nvidia-smi", "imex", "nvlink", "host-addresses")
+RACK_GATE_TOOLS = ("nvidia-smi", "imex", "nvlink", "host-addresses", "hostname")
+# What the head tray runs over every tray, when the rack's profile asks for it.
+MNDIAG_TOOL = "mndiag"
 OBSERVE_SHELVES_TASK = "acceptance.tasks.observe_rack_shelves"
 PHASE = "rack_gate"
 # Seconds every tray and shelf has to answer, real ones like a stage's time limit (the lab's
@@ -51,21 +60,25 @@ def look(rack_run: RackRun, now: datetime) -> RackGateLook:
         rack_run=rack_run,
         defaults={"started_at": now, "deadline": now + timedelta(seconds=COLLECT_LIMIT_S)},
     )
-    if created:
-        say(rack_run, f"rack-wide gate started: {', '.join(RACK_GATE_TOOLS)} on every compute "
-                      "tray, the power shelves' BMCs")  # fmt: skip
     if verdict.verdict != Verdict.RUNNING:
         return _answer(verdict)
+    mndiag = mndiag_required(rack_run)
+    if created:
+        also = ", dcgmi mndiag over them" if mndiag else ""
+        say(rack_run, f"rack-wide gate started: {', '.join(RACK_GATE_TOOLS)} on every compute "
+                      f"tray{also}, the power shelves' BMCs")  # fmt: skip
     members = list(rack_run.rack.system.members())
     trays = [m for m in members if m.kind == NodeKind.COMPUTE_TRAY]
     shelves = [m for m in members if m.kind == NodeKind.POWER_SHELF]
     silent = [tray for tray in trays if not _collect(rack_run, verdict, tray, now)]
     shelves_pending = _ask_shelves(rack_run, verdict, shelves, now)
-    if (silent or shelves_pending) and now < verdict.deadline:
+    mndiag_pending = mndiag and not silent and _ask_mndiag(verdict, trays)
+    if (silent or shelves_pending or mndiag_pending) and now < verdict.deadline:
         waits = [f"{len(silent)} of {len(trays)} compute trays' reports"] if silent else []
+        waits += ["dcgmi mndiag over the compute trays"] if mndiag_pending else []
         waits += ["the power shelves' BMCs"] if shelves_pending else []
         return RackGateLook(None, f"waiting for {' and '.join(waits)}")
-    rack_judge.judge(rack_run, verdict, trays, shelves, now)
+    rack_judge.judge(rack_run, verdict, trays, shelves, now, mndiag_required=mndiag)
     say(rack_run, f"rack-wide gate: {verdict.get_verdict_display().lower()}: {verdict.summary}",
         verdict=verdict.verdict, findings=len(verdict.findings))  # fmt: skip
     return _answer(verdict)
@@ -98,6 +111,43 @@ def _collect(rack_run: RackRun, verdict: RackVerdict, tray: Node, now: datetime)
         command=sent, attempts=F("attempts") + 1, asked_at=now
     )
     return False
+
+
+def mndiag_required(rack_run: RackRun) -> bool:
+    """Whether the rack's profile (its rack-scale SKU's, as its manifest pins it) asks for
+    dcgmi mndiag."""
+    spec = rack_run.manifest.spec if rack_run.manifest_id else {}
+    profile = AcceptanceProfile.for_manifest(rack_run.rack.system.sku_id, spec or {})
+    return profile is not None and MNDIAG_TOOL in rack_gates_of(profile.spec)
+
+
+def _ask_mndiag(verdict: RackVerdict, trays: list[Node]) -> bool:
+    """Have the head tray run dcgmi mndiag over every tray that reported; True while it runs.
+    False once it finished, ran out of tries, or no tray reported an address to run it over."""
+    command = verdict.mndiag_command
+    if command is not None:
+        if command.status not in FINISHED and command.status != CommandStatus.LOST:
+            command = agent_link.refresh(command)  # lost, if its agent stopped polling
+        if command.status in FINISHED:
+            return False
+        if command.status != CommandStatus.LOST:
+            return True
+    if verdict.mndiag_attempts >= MAX_ATTEMPTS:
+        return False
+    addresses = rack_judge.tray_addresses(rack_judge.tray_outputs(verdict, trays))
+    if not addresses:
+        return False
+    for tray in trays:
+        session = agent_link.is_alive(tray, HOST_OS)
+        if rack_judge.tray_name(tray) not in addresses or session is None:
+            continue
+        tools = [{"tool": MNDIAG_TOOL, "hosts": list(addresses.values()), "duration_s": 1}]
+        sent = agent_link.send(session, None, PHASE, protocol.RUN_TOOLS, {"tools": tools})
+        RackVerdict.objects.filter(pk=verdict.pk, mndiag_attempts=verdict.mndiag_attempts).update(
+            mndiag_command=sent, mndiag_attempts=F("mndiag_attempts") + 1
+        )
+        return True
+    return True  # every reporting tray is between boots: ask at the next look
 
 
 def _cycled_at(rack_run: RackRun, tray: Node) -> datetime | None:

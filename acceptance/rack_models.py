@@ -15,7 +15,8 @@ from .choices import VERDICT_COLORS, Verdict
 
 
 class RackVerdict(models.Model):
-    """The rack-wide verdict of one rack run: the NVLink domain's fabric and the power shelves.
+    """The rack-wide verdict of one rack run: the NVLink domain's fabric, the power shelves and,
+    where the rack's profile asks for it, dcgmi mndiag over the compute trays.
 
     RUNNING while the trays' reports and the shelves' answers are collected; then pass, fail
     (its findings name the tray, GPU, link or shelf) or error (only unknowns: a missing
@@ -35,6 +36,16 @@ class RackVerdict(models.Model):
     # error}]; None until a worker of the rack's site read them.
     shelves = models.JSONField(null=True, blank=True)
     shelves_asked_at = models.DateTimeField(null=True, blank=True)
+    # `dcgmi mndiag` over every compute tray, run by one of them (the head), when the rack's
+    # profile asks for it (acceptance.rack_mndiag): its command and how often it was sent.
+    mndiag_command = models.ForeignKey(
+        "provisioning.AgentCommand",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    mndiag_attempts = models.PositiveSmallIntegerField(default=0, help_text="mndiag commands sent")
     started_at = models.DateTimeField(default=timezone.now)
     # Past it, the trays that did not report are judged as they are: unknown, never a pass.
     deadline = models.DateTimeField()

@@ -80,10 +80,13 @@ TOOLS = (
     "soak",
     "reference-job",
     # A rack-scale system's compute tray, for the rack-wide fabric verdict (issue 34): its IMEX
-    # domain, its NVLink link states, and its own addresses (to name it in IMEX's node list).
+    # domain, its NVLink link states, its own addresses (to name it in IMEX's node list) and
+    # host name (to name it in dcgmi mndiag's report), and, on one tray, dcgmi mndiag over all.
     "imex",
     "nvlink",
     "host-addresses",
+    "hostname",
+    "mndiag",
 )
 
 # Result fields and their limits: Greenlight refuses a result that does not fit.

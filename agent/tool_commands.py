@@ -117,6 +117,15 @@ def fio_command(
     return cmd
 
 
+def mndiag_command(p: dict) -> list[str]:
+    """dcgmi mndiag (DCGM 4.3+) from this node's host engine over the hosts the rack gate named,
+    this node among them; `--hostList` takes them separated by semicolons."""
+    hosts = [str(h).strip() for h in p.get("hosts") or [] if str(h).strip()]
+    if not hosts or any(";" in h for h in hosts):
+        raise ToolParamsError(f"mndiag: params['hosts'] must name the hosts to test, got {hosts}")
+    return ["dcgmi", "mndiag", "--hostList", ";".join(hosts), "--json"]
+
+
 SIMPLE_COMMANDS: dict[str, Callable[[dict], list[str]]] = {
     "dcgm": lambda p: ["dcgmi", "diag", "-r", str(p.get("level", 3)), "-j"],
     "nccl": nccl_command,
@@ -127,6 +136,8 @@ SIMPLE_COMMANDS: dict[str, Callable[[dict], list[str]]] = {
     "imex": lambda p: ["nvidia-imex-ctl", "-N"],
     "nvlink": lambda p: ["nvidia-smi", "nvlink", "-s"],
     "host-addresses": lambda p: ["hostname", "-I"],
+    "hostname": lambda p: ["hostname"],
+    "mndiag": mndiag_command,
     # Greenlight's own workload, in the agent's interpreter (the node's image brings torch).
     "reference-job": lambda p: [
         sys.executable,

@@ -224,7 +224,7 @@ class LabHardware(Hardware):
             return 0, rack.smi(self.node, xml) if rack and self.node in rack.trays else xml
         if rack is not None and tool in rack.TOOLS and self.node in rack.trays:
             uuids = [sim.gpu_uuid(i) for i in range(sim.gpu_count)]
-            return 0, rack.tool_output(tool, self.node, uuids)
+            return 0, rack.tool_output(tool, self.node, uuids, params)
         if tool == "xid":
             phase = params.get("phase", "gate")
             return 0, kernel_log_xid(sim, faults, phase=phase, soak_s=int(params.get("soak_s", 0)))

@@ -134,6 +134,15 @@ CATALOG: dict[str, FaultSpec] = {
             "2",
         ),
         FaultSpec(
+            "mndiag_gpu_fails",
+            "hardware",
+            "gpu",
+            "a compute tray's GPU fails dcgmi mndiag's cross-tray GEMM (an illegal memory access"
+            " under multi-node load); its single-node gates pass",
+            "index",
+            "1",
+        ),
+        FaultSpec(
             "imex_peer_missing",
             "hardware",
             "imex",

@@ -20,6 +20,9 @@ hall's nodes as boot and power-off hooks:
   `fabric_other_clique:G` GPU G, which registers healthy in the next clique.
 - The IMEX domain's nodes_config.cfg lists every compute tray's host address but those with
   `imex_peer_missing`; every tray prints that same view (`nvidia-imex-ctl -N`).
+- `dcgmi mndiag` run on one compute tray over the others' addresses reports every tray it was
+  given by its host name, each GPU passing but a tray's `mndiag_gpu_fails:G` GPU G, which fails
+  mnubergemm's cross-tray GEMM (its single-node gates pass: only the rack-wide gate sees it).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from .agents import agent_address
+from .tool_outputs.mndiag import CUDA_ERROR, MnHost, mndiag_json
 from .tool_outputs.rack_fabric import GpuFabric, host_addresses, imex_nodes, nvlink_status
 from .tool_outputs.rack_fabric import with_fabric as smi_with_fabric
 
@@ -47,10 +51,11 @@ class LabRackFabric:
     """The couplings of one rack-scale hall's members (see the module's docstring)."""
 
     # The tools only a rack's compute tray answers (`tool_output`).
-    TOOLS = ("imex", "nvlink", "host-addresses")
+    TOOLS = ("imex", "nvlink", "host-addresses", "hostname", "mndiag")
 
     def __init__(self, hall: LabHall, name: str) -> None:
         self.hall = hall
+        self.name = name
         self.shelves = [n for n in hall.nodes if n.kind == "power_shelf"]
         self.switches = [n for n in hall.nodes if n.kind == "switch_tray"]
         self.trays = [n for n in hall.nodes if n.kind == "compute_tray"]
@@ -149,8 +154,32 @@ class LabRackFabric:
         """A compute tray's `nvidia-smi -q -x` with its GPUs' Fabric elements."""
         return smi_with_fabric(xml, self.gpu_fabrics(tray))
 
-    def tool_output(self, tool: str, tray: LabNode, gpu_uuids: list[str]) -> str:
+    def hostname(self, tray: LabNode) -> str:
+        """The compute tray's host name (what `hostname` prints and mndiag names it by)."""
+        return f"{self.name}-tray{self.trays.index(tray) + 1:02d}".lower()
+
+    def mndiag(self, hosts: list[str]) -> str:
+        """`dcgmi mndiag --json` over the trays at `hosts`. Given addresses, DCGM finds no node
+        info under the host names mnubergemm prints: versions "unknown", as its runner writes."""
+        ran = []
+        for tray in self.trays:
+            if agent_address(tray.index) not in hosts:
+                continue
+            failing = tray.faults.param("mndiag_gpu_fails") if tray.faults.has(
+                "mndiag_gpu_fails") else None  # fmt: skip
+            errors = {int(failing): (CUDA_ERROR,)} if failing is not None else {}
+            ran.append(MnHost(self.hostname(tray), len(tray.gpus), "unknown", "See nvidia-smi",
+                              errors))  # fmt: skip
+        return mndiag_json(ran)
+
+    def tool_output(
+        self, tool: str, tray: LabNode, gpu_uuids: list[str], params: dict | None = None
+    ) -> str:
         """What `tool` (one of TOOLS) prints on this compute tray."""
+        if tool == "hostname":
+            return self.hostname(tray) + "\n"
+        if tool == "mndiag":
+            return self.mndiag([str(h) for h in (params or {}).get("hosts") or []])
         if tool == "imex":
             return imex_nodes(self.imex_addresses())
         if tool == "nvlink":

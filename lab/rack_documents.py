@@ -1,6 +1,6 @@
 """Putting a lab NVL72 rack into Greenlight as an operator would: the rack-scale SKU declaring its
-members, each member SKU with its manifest (and, for a compute tray, its acceptance profile), the
-rack and its system, and every member enrolled from its own BMC (provisioning.intake.rack_members
+members with its manifest and its profile of rack-wide gates (dcgmi mndiag), each member SKU with
+its manifest (and, for a compute tray, its acceptance profile), the rack and its system, and every member enrolled from its own BMC (provisioning.intake.rack_members
 reads which member it is from the Redfish resource the SKU names).
 
 A lab rack may be smaller than an NVL72 (fewer shelves, switch trays or compute trays) where a
@@ -41,6 +41,8 @@ MEMBER_MATCH = {
 # soak and the measured boot. The NCCL fabric gate (east-west, over the trays' ConnectX NICs)
 # is left out: its pairing across nodes is not what an NVLink domain's bring-up is about.
 COMPUTE_GATES = ("attestation", "gpu_health", "nvbandwidth", "storage", "burn_in")
+# The rack-wide gates the rack-scale SKU's profile asks for beside the fabric verdict.
+RACK_GATES = ("mndiag",)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,8 @@ def publish_rack_documents(
             f, artifact_url, version=v, profile_version=p.version, sku=s.name))  # fmt: skip
     publish(Manifest, rack_sku,
             lambda v: f'sku: {rack_sku.name}\nversion: "{v}"\n{stages_yaml}')  # fmt: skip
+    publish(AcceptanceProfile, rack_sku, lambda v: (
+        f'sku: {rack_sku.name}\nversion: "{v}"\nrack_gates: [{", ".join(RACK_GATES)}]\n'))  # fmt: skip
     return rack_sku
 
 

@@ -10,6 +10,7 @@ from . import (
     fio,
     gpu_burn,
     imex,
+    mndiag,
     nccl,
     nvbandwidth,
     nvidia_smi,
@@ -35,6 +36,7 @@ PARSERS: dict[str, Callable[[str], ParseResult]] = {
     "reference-job": reference_job.parse,
     "nvlink": nvlink.parse,
     "imex": imex.parse,
+    "mndiag": mndiag.parse,
 }
 
 __all__ = ["PARSERS", "Finding", "ParseResult", "Severity"]

@@ -37,6 +37,8 @@ def parse(text: str) -> ParseResult:
     data, reason = load_json_object(text)
     if data is None:
         return failed(TOOL, reason or "unreadable")
+    if data.get("DCGM Diagnostic") == "DCGM Multi-Node Diagnostic":
+        return failed(TOOL, "dcgmi mndiag output (the rack's multi-node run), not dcgmi diag")
     if "DCGM Diagnostic" in data:
         return _read(data, data["DCGM Diagnostic"], layout="4.x")
     if "DCGM GPU Diagnostic" in data:

@@ -19,7 +19,7 @@ from acceptance.gates import (
 from acceptance.models import GateResult
 from acceptance.parsers import PARSERS
 from acceptance.profiles import parse_profile
-from acceptance.rack_gate import RACK_GATE_TOOLS
+from acceptance.rack_gate import MNDIAG_TOOL, RACK_GATE_TOOLS
 from acceptance.runner import GatePhase, gate_phase
 from acceptance.soak_runner import SoakGate
 from agent import protocol
@@ -31,7 +31,7 @@ from provisioning.core.plans import plan
 def test_the_agents_own_tool_list_is_the_tools_the_gates_run():
     # The agent stands alone (it imports nothing of the server), so it keeps its own copy.
     declared = {tool for gate in GATES for tool in (*gate.tools, *gate.run_tools)}
-    assert set(protocol.TOOLS) == declared | set(RACK_GATE_TOOLS)
+    assert set(protocol.TOOLS) == declared | set(RACK_GATE_TOOLS) | {MNDIAG_TOOL}
 
 
 def test_every_uploadable_tool_has_a_parser_and_one_gate():

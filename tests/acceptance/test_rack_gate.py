@@ -11,8 +11,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from acceptance.choices import Verdict
-from acceptance.rack_gate import MAX_ATTEMPTS, PHASE, RACK_GATE_TOOLS, look
+from acceptance.models import AcceptanceProfile
+from acceptance.rack_gate import MAX_ATTEMPTS, MNDIAG_TOOL, PHASE, RACK_GATE_TOOLS, look
 from acceptance.rack_models import RackTrayReport, RackVerdict
+from acceptance.rack_status import FabricWord, fabric_status
 from fleet.choices import NodeKind
 from fleet.models import Manifest
 from provisioning.agents.link import store_result
@@ -22,6 +24,7 @@ from provisioning.rack_models import RackRun
 from tests import factories
 
 from . import rack_samples as rs
+from .sample_files import read
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
@@ -50,6 +53,7 @@ def answer(command: AgentCommand, number: int, overrides: dict | None = None) ->
         "imex": rs.imex_report(),
         "nvlink": rs.nvlink_report(number),
         "host-addresses": f"10.0.0.{number} {rs.imex_addresses()[number]} \n",
+        "hostname": f"gb200-r07-c{number + 1:02d}\n",
         **(overrides or {}),
     }
     store_result(command, {"status": "done", "exit_code": 0, "result": {"outputs": outputs}})
@@ -86,6 +90,8 @@ def test_each_tray_is_asked_once_then_the_rack_is_judged_on_every_answer(rack):
     passed = look(rack_run, T0)
     assert passed.passed is True, passed.reason
     assert passed.reason.startswith("72 GPUs of 18 compute trays in clique 4026 of cluster")
+    assert "mndiag" not in passed.reason  # the rack's SKU has no profile asking for it
+    assert RackVerdict.objects.get(rack_run=rack_run).mndiag_command is None
     verdict = RackVerdict.objects.get(rack_run=rack_run)
     assert (verdict.verdict, verdict.judged_at) == (Verdict.PASS, T0)
     assert look(rack_run, T0 + timedelta(hours=1)) == passed  # written once
@@ -147,3 +153,85 @@ def test_a_lost_command_is_asked_again_and_an_old_boot_is_not_asked(rack):
         look(rack_run, T0)
         assert RackTrayReport.objects.get(node=tray).attempts == attempts
     assert AgentCommand.objects.filter(phase=PHASE, node=tray).count() == MAX_ATTEMPTS
+
+
+# -- dcgmi mndiag, where the rack's profile asks for it ---------------------------------------
+
+MNDIAG_PASS = "mndiag/mndiag_4.6.0_18_hosts_pass.derived.json"  # derived from DCGM's source
+MNDIAG_FAIL = "mndiag/mndiag_4.6.0_18_hosts_c07_gpu2_fail.derived.json"
+
+
+def require_mndiag(rack_run) -> None:
+    """Publish the rack-scale SKU's profile: rack-wide gates only, dcgmi mndiag among them."""
+    sku = rack_run.rack.system.sku
+    profile = AcceptanceProfile(
+        yaml_text=f'sku: {sku.name}\nversion: "1.0.0"\nrack_gates: [mndiag]\n'
+    )
+    profile.full_clean()
+    profile.save()
+    profile.publish()
+
+
+def every_tray_answers(rack_run, members) -> list:
+    trays = members[NodeKind.COMPUTE_TRAY]
+    for tray in trays:
+        boot(tray)
+    look(rack_run, T0)
+    for number, command in enumerate(AgentCommand.objects.filter(phase=PHASE).order_by("pk")):
+        answer(command, number)
+    shelves_read(rack_run, members)
+    return trays
+
+
+def mndiag_command() -> AgentCommand:
+    return AgentCommand.objects.get(phase=PHASE, params__tools__0__tool=MNDIAG_TOOL)
+
+
+@pytest.mark.parametrize("sample,passes", [(MNDIAG_PASS, True), (MNDIAG_FAIL, False)])
+def test_the_head_tray_runs_mndiag_over_every_tray_and_its_result_joins_the_verdict(
+    rack, sample, passes
+):
+    rack_run, members = rack
+    require_mndiag(rack_run)
+    trays = every_tray_answers(rack_run, members)
+    waiting = look(rack_run, T0)
+    assert waiting.reason == "waiting for dcgmi mndiag over the compute trays"
+    command = mndiag_command()
+    assert command.node_id == trays[0].pk  # the head: the first tray up
+    [spec] = command.params["tools"]
+    assert spec["hosts"] == rs.imex_addresses()  # every tray by its IMEX address
+    assert look(rack_run, T0).passed is None  # asked once
+    assert AgentCommand.objects.filter(phase=PHASE).count() == 19
+
+    outputs = {"mndiag": read(sample)}
+    store_result(command, {"status": "done", "exit_code": 0, "result": {"outputs": outputs}})
+    judged = look(rack_run, T0)
+    verdict = RackVerdict.objects.get(rack_run=rack_run)
+    assert verdict.metrics["mndiag"]["ran_on"] == "c01"
+    if passes:
+        assert judged.passed is True, judged.reason
+        assert judged.reason.endswith("; dcgmi mndiag passed on 72 GPUs of 18 trays")
+        return
+    assert judged.passed is False and verdict.verdict == Verdict.FAIL
+    assert judged.reason.startswith(f"tray c07 (serial {trays[6].serial}) GPU 2 (")
+    assert "dcgmi mndiag MNUBERGEMM Fail: CUDA Error : cudaStreamQuery" in judged.reason
+    [finding] = [f for f in verdict.findings if f["code"] == "mndiag_gpu_failed"]
+    assert finding["part"] == "tray c07 GPU 2"
+
+
+def test_a_required_mndiag_that_never_answers_is_unknown_never_a_pass(rack):
+    rack_run, members = rack
+    require_mndiag(rack_run)
+    every_tray_answers(rack_run, members)
+    look(rack_run, T0)
+    AgentCommand.objects.filter(pk=mndiag_command().pk).update(status=CommandStatus.LOST)
+    look(rack_run, T0)  # asked again
+    assert RackVerdict.objects.get(rack_run=rack_run).mndiag_attempts == 2
+    late = look(rack_run, T0 + timedelta(minutes=31))
+    assert late.passed is False
+    verdict = RackVerdict.objects.get(rack_run=rack_run)
+    assert verdict.verdict == Verdict.ERROR  # the fabric passed; mndiag is unknown
+    assert verdict.summary.startswith("dcgmi mndiag: no result (tray c01 ran it: its command is ")
+    assert verdict.summary.endswith("); the rack's profile requires it")
+    status = fabric_status(rack_run.rack.system)  # what the rack view, API and NetBox read
+    assert (status.word, status.passed) == (FabricWord.UNKNOWN, False)

@@ -22,6 +22,8 @@ GOOD = {
     "reference-job": "real/greenlight_reference_job_v1_cpu_small.txt",
     "nvlink": "real/nvlink_dcgmi_s_dcgm198_all_links_down.txt",
     "imex": "real/imex_N_570.172_aws_pcluster_p6e_gb200_18_nodes_ready.txt",
+    # Derived from DCGM's source, not captured (samples/mndiag/README.md).
+    "mndiag": "mndiag/mndiag_4.6.0_18_hosts_pass.derived.json",
 }
 # Kernel logs have no end marker: a cut is seen only inside a line (tested below).
 LOGS = {"xid", "sxid", "aer"}

@@ -20,6 +20,7 @@ from acceptance.parsers.base import Severity
 from acceptance.rack_fabric import DomainShape, judge_rack_fabric
 from acceptance.rack_gate import RACK_GATE_TOOLS
 from acceptance.rack_judge import reports_from
+from acceptance.rack_mndiag import judge as judge_mndiag
 from lab.agents import LabHardware, agent_address
 from lab.hall import LabHall
 from lab.inband import InbandState
@@ -117,3 +118,40 @@ def test_each_rack_fault_fails_the_rack_naming_it_and_no_tray_report_alone(rack,
     for _, _, found in named:
         report = PARSERS["nvidia-smi"](found["nvidia-smi"])
         assert not report.error and not critical(report), report.findings
+
+
+def run_on(hall, tray, tool: str, params: dict) -> str:
+    hardware = LabHardware(hall, tray, InbandState.fresh(tray))
+    code, text = asyncio.run(hardware.run_tool(tool, {**params, "duration_s": 0}, lambda _: None))
+    assert code == 0, (tool, text)
+    return text
+
+
+@pytest.mark.parametrize("failing", [None, 3])
+def test_mndiag_on_the_head_tray_fails_a_gpu_only_the_rack_wide_gate_sees(rack, failing):
+    hall, fabric = rack
+    tray = fabric.trays[1]
+    if failing is not None:
+        tray.faults.set(f"mndiag_gpu_fails:{failing}")
+    try:
+        _, named = judged(hall, fabric)
+        reports = reports_from(named)
+        hosts = [r.imex_address for r in reports]
+        text = run_on(hall, fabric.trays[0], "mndiag", {"hosts": hosts})
+        diag = run_on(hall, tray, "dcgm", {"level": 3})
+    finally:
+        tray.faults.clear()
+    parsed = PARSERS["mndiag"](text)
+    assert parsed.error is None and parsed.metrics["num_hosts"] == 3
+    assert sorted(parsed.metrics["hosts"]) == [r.hostname for r in reports]
+    findings, metrics = judge_mndiag(reports, text, 4, head="c01")
+    assert metrics["gpus"] == 12
+    # The tray's own dcgmi diag, which its single-node gate reads, passes either way.
+    assert not critical(PARSERS["dcgm"](diag))
+    if failing is None:
+        assert findings == []
+        return
+    (finding,) = findings
+    assert (finding.part, finding.code) == ("tray c02 GPU 3", "mndiag_gpu_failed")
+    assert finding.part_serial == tray.gpus[3]["serial"]
+    assert "dcgmi mndiag MNUBERGEMM Fail: CUDA Error : cudaStreamQuery" in finding.message

@@ -4,8 +4,9 @@ by a rack run. Every member's own run, its single-node gates included, succeeds;
 pass, and the verdict names the exact tray, GPU, link or shelf.
 
 1. Default staged rules, with a switch tray's port down, a GPU in another clique, a tray left out
-   of IMEX, and a shelf that would trip on an early compute tray: the three fabric faults are
-   named; the shelf does not trip (the rules kept the order).
+   of IMEX, a GPU that fails dcgmi mndiag (the lab rack's profile asks for it), and a shelf that
+   would trip on an early compute tray: the four faults are named; the shelf does not trip (the
+   rules kept the order).
 2. Rules whose switch stage checks nothing (`verify: none`): the compute trays boot while the
    fabric is still forming, the shelf trips, and the verdict names it.
 """
@@ -53,6 +54,7 @@ def test_fabric_faults_fail_the_rack_naming_them_and_the_rules_keep_the_shelf_up
         ("switch_tray", 2): [f"nvlink_port_down:{PORT}"],
         ("compute_tray", 1): ["fabric_other_clique:2"],
         ("compute_tray", 2): ["imex_peer_missing"],
+        ("compute_tray", 3): ["mndiag_gpu_fails:3"],
         ("power_shelf", 1): ["trips_if_compute_early"],
     }
     config = LabRackConfig(shape=SHAPE, rack_faults=faults, timeout_s=600, rack="LAB-F1")
@@ -76,11 +78,14 @@ def test_fabric_faults_fail_the_rack_naming_them_and_the_rules_keep_the_shelf_up
         "tray c01 GPU 2",  # the GPU in another clique
         "IMEX domain",
         "tray c02",  # left out of IMEX
+        "tray c03 GPU 3",  # fails dcgmi mndiag, which the rack's profile asks for
     }, verdict.findings
     by_part = {f["part"]: f for f in verdict.findings}
     assert by_part["tray c01 GPU 2"]["part_serial"] == other_gpu_serial
     assert f"tray c02 ({missing}) is not in the IMEX domain" in by_part["tray c02"]["message"]
     assert "NVLink inactive" in by_part[f"tray {named_tray} GPU {gpu} link {link}"]["message"]
+    assert "dcgmi mndiag MNUBERGEMM Fail: CUDA Error" in by_part["tray c03 GPU 3"]["message"]
+    assert verdict.metrics["mndiag"]["ran_on"] == "c01"
     # The default rules formed the fabric before any compute tray booted: no shelf tripped.
     assert not any(m["shelf_tripped"] for m in summary["members"])
     assert all(s["power_state"] == "On" for s in verdict.shelves)
