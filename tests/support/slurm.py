@@ -41,18 +41,14 @@ def until(condition, what: str, timeout: float = 30.0, explain=None):
     raise AssertionError(f"timed out waiting for {what}{seen}")
 
 
-def show() -> str:
+def show(env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
-        ["scontrol", "--oneliner", "show", "node", NODE], capture_output=True, text=True
+        ["scontrol", "--oneliner", "show", "node", NODE], capture_output=True, text=True, env=env
     )
     return done.stdout
 
 
-@contextmanager
-def one_node_slurm(tmp_path: Path, monkeypatch) -> Iterator[str]:
-    """A one-node Slurm cluster on loopback; yields the node's name."""
-    for sub in ("state", "spool"):
-        (tmp_path / sub).mkdir()
+def _write_conf(tmp_path: Path) -> Path:
     conf = tmp_path / "slurm.conf"
     conf.write_text(
         "\n".join(
@@ -85,22 +81,72 @@ def one_node_slurm(tmp_path: Path, monkeypatch) -> Iterator[str]:
             ]
         )
     )
-    monkeypatch.setenv("SLURM_CONF", str(conf))
+    return conf
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _stop(daemons: list[subprocess.Popen]) -> None:
+    for daemon in daemons:
+        daemon.terminate()
+    for daemon in daemons:
+        try:
+            daemon.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+
+
+# Under CI's parallel load slurmd has taken over 30 s to register, and a port free_port handed
+# out can be taken by a neighbour before the daemon binds it (the daemon then exits): the start
+# waits longer, and a daemon that died is started again on fresh ports.
+START_ATTEMPTS = 3
+START_TIMEOUT_S = 90.0
+
+
+def _start(base: Path) -> tuple[Path, list[subprocess.Popen], str]:
+    """Start both daemons on fresh ports under `base`; (conf, daemons, "" once the node is
+    idle, else why not: a daemon died, or the time ran out)."""
+    for sub in ("state", "spool"):
+        (base / sub).mkdir(parents=True)
+    conf = _write_conf(base)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     daemons = [
         subprocess.Popen(["slurmctld", "-D", "-i", "-f", str(conf)], env=env),
         subprocess.Popen(["slurmd", "-D", "-f", str(conf), "-N", NODE], env=env),
     ]
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline and all(d.poll() is None for d in daemons):
+        if "State=IDLE " in show(env):
+            return conf, daemons, ""
+        time.sleep(0.2)
+    alive = ["running" if d.poll() is None else f"exited {d.returncode}" for d in daemons]
+    why = (
+        f"slurmctld {alive[0]}, slurmd {alive[1]}; scontrol: {show(env).strip()!r}; "
+        f"slurmctld.log: {_tail(base / 'slurmctld.log')}; slurmd.log: {_tail(base / 'slurmd.log')}"
+    )
+    return conf, daemons, why
+
+
+@contextmanager
+def one_node_slurm(tmp_path: Path, monkeypatch) -> Iterator[str]:
+    """A one-node Slurm cluster on loopback; yields the node's name."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        conf, daemons, why = _start(tmp_path / f"slurm-{attempt}")
+        if not why:
+            break
+        _stop(daemons)
+        if attempt == START_ATTEMPTS:
+            raise AssertionError(f"timed out waiting for the Slurm node to be idle; {why}")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
     try:
-        until(lambda: "State=IDLE " in show(), "the Slurm node to be idle")
         yield NODE
     finally:
+        env = {**os.environ, "SLURM_CONF": str(conf)}
         subprocess.run(["scancel", "--full", "--partition=debug"], env=env, capture_output=True)
-        for daemon in daemons:
-            daemon.terminate()
-        for daemon in daemons:
-            try:
-                daemon.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+        _stop(daemons)
