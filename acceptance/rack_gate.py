@@ -28,6 +28,7 @@ from fleet.models import Node
 from provisioning.agents import link as agent_link
 from provisioning.agents.link import HOST_OS
 from provisioning.choices import CommandStatus
+from provisioning.models import AgentCommand
 from provisioning.rack.messages import say, send_advance, send_to_site
 from provisioning.rack.validation import RackGate, RackGateLook
 from provisioning.rack_models import RackRun, RackRunMember
@@ -52,17 +53,24 @@ MAX_ATTEMPTS = 3
 # An unanswered read of the shelves (a lost message, a worker gone) is asked again after this.
 SHELF_LOOK_S = 60.0
 FINISHED = (CommandStatus.DONE, CommandStatus.FAILED)
+# Where a command the gate asked for stands (_command_state).
+ASK, RUNNING_STATE, FINISHED_STATE = "ask", "running", "finished"
 
 
 def look(rack_run: RackRun, now: datetime) -> RackGateLook:
     """Take the rack-wide gate as far as its rows allow; its verdict once it has one."""
     verdict, created = RackVerdict.objects.get_or_create(
         rack_run=rack_run,
-        defaults={"started_at": now, "deadline": now + timedelta(seconds=COLLECT_LIMIT_S)},
+        defaults={
+            "started_at": now,
+            "deadline": now + timedelta(seconds=COLLECT_LIMIT_S),
+            # A callable: the profile is read only when the verdict is created.
+            "mndiag_required": lambda: mndiag_required(rack_run),
+        },
     )
     if verdict.verdict != Verdict.RUNNING:
         return _answer(verdict)
-    mndiag = mndiag_required(rack_run)
+    mndiag = verdict.mndiag_required
     if created:
         also = ", dcgmi mndiag over them" if mndiag else ""
         say(rack_run, f"rack-wide gate started: {', '.join(RACK_GATE_TOOLS)} on every compute "
@@ -91,14 +99,9 @@ def _answer(verdict: RackVerdict) -> RackGateLook:
 def _collect(rack_run: RackRun, verdict: RackVerdict, tray: Node, now: datetime) -> bool:
     """Ask the tray for its reports as needed; True once they are in (or it is out of tries)."""
     report, _ = RackTrayReport.objects.get_or_create(verdict=verdict, node=tray)
-    command = report.command
-    if command is not None:
-        if command.status not in FINISHED and command.status != CommandStatus.LOST:
-            command = agent_link.refresh(command)  # lost, if its agent stopped polling
-        if command.status in FINISHED:
-            return True
-        if command.status != CommandStatus.LOST:
-            return False
+    state = _command_state(report.command)
+    if state != ASK:
+        return state == FINISHED_STATE
     if report.attempts >= MAX_ATTEMPTS:
         return True
     session = agent_link.is_alive(tray, HOST_OS)
@@ -113,6 +116,18 @@ def _collect(rack_run: RackRun, verdict: RackVerdict, tray: Node, now: datetime)
     return False
 
 
+def _command_state(command: AgentCommand | None) -> str:
+    """Where a command the gate asked for stands: finished, still running, or to be asked
+    (never asked, or lost to a reboot: its agent stopped polling)."""
+    if command is None:
+        return ASK
+    if command.status not in FINISHED and command.status != CommandStatus.LOST:
+        command = agent_link.refresh(command)
+    if command.status in FINISHED:
+        return FINISHED_STATE
+    return ASK if command.status == CommandStatus.LOST else RUNNING_STATE
+
+
 def mndiag_required(rack_run: RackRun) -> bool:
     """Whether the rack's profile (its rack-scale SKU's, as its manifest pins it) asks for
     dcgmi mndiag."""
@@ -124,14 +139,9 @@ def mndiag_required(rack_run: RackRun) -> bool:
 def _ask_mndiag(verdict: RackVerdict, trays: list[Node]) -> bool:
     """Have the head tray run dcgmi mndiag over every tray that reported; True while it runs.
     False once it finished, ran out of tries, or no tray reported an address to run it over."""
-    command = verdict.mndiag_command
-    if command is not None:
-        if command.status not in FINISHED and command.status != CommandStatus.LOST:
-            command = agent_link.refresh(command)  # lost, if its agent stopped polling
-        if command.status in FINISHED:
-            return False
-        if command.status != CommandStatus.LOST:
-            return True
+    state = _command_state(verdict.mndiag_command)
+    if state != ASK:
+        return state == RUNNING_STATE
     if verdict.mndiag_attempts >= MAX_ATTEMPTS:
         return False
     addresses = rack_judge.tray_addresses(rack_judge.tray_outputs(verdict, trays))

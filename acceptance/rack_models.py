@@ -46,6 +46,11 @@ class RackVerdict(models.Model):
         related_name="+",
     )
     mndiag_attempts = models.PositiveSmallIntegerField(default=0, help_text="mndiag commands sent")
+    # Read from the profile once, when the gate starts: a profile edited while the gate runs
+    # does not change what this verdict waits for.
+    mndiag_required = models.BooleanField(
+        default=False, help_text="whether the rack's profile asked for dcgmi mndiag"
+    )
     started_at = models.DateTimeField(default=timezone.now)
     # Past it, the trays that did not report are judged as they are: unknown, never a pass.
     deadline = models.DateTimeField()

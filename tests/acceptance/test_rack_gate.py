@@ -235,3 +235,19 @@ def test_a_required_mndiag_that_never_answers_is_unknown_never_a_pass(rack):
     assert verdict.summary.endswith("); the rack's profile requires it")
     status = fabric_status(rack_run.rack.system)  # what the rack view, API and NetBox read
     assert (status.word, status.passed) == (FabricWord.UNKNOWN, False)
+
+
+def test_a_profile_published_while_the_gate_runs_does_not_change_what_it_waits_for(rack):
+    rack_run, members = rack
+    for tray in members[NodeKind.COMPUTE_TRAY]:
+        boot(tray)
+    look(rack_run, T0)  # the gate starts: the SKU's profile asks for no rack-wide gate
+    assert RackVerdict.objects.get(rack_run=rack_run).mndiag_required is False
+    require_mndiag(rack_run)
+    for number, command in enumerate(AgentCommand.objects.filter(phase=PHASE).order_by("pk")):
+        answer(command, number)
+    shelves_read(rack_run, members)
+    judged = look(rack_run, T0)
+    assert judged.passed is True, judged.reason
+    assert "mndiag" not in judged.reason
+    assert not AgentCommand.objects.filter(params__tools__0__tool=MNDIAG_TOOL).exists()
