@@ -306,12 +306,15 @@ def run_bench(
     `reuse` takes the stored one instead, if it is of this commit, speed and soak
     (CalibrationRefused otherwise, before anything runs).
     """
+    # The commit whose processes are measured: read before any starts (the tree may move on while
+    # a long run goes, and the numbers are of what was running).
+    commit = bench_calibration.current_commit()
     queries_dir = log_dir / "queries"
     config.extra_env = {**config.extra_env, "GREENLIGHT_QUERY_LOG_DIR": str(queries_dir)}
     if reuse:
         measured = bench_calibration.load(calibration, config)
     else:
-        measured = bench_calibration.save(calibration, config, calibrate(config, log_dir))
+        measured = bench_calibration.save(calibration, config, calibrate(config, log_dir), commit)
     single_node_lab_s = measured.single_node_lab_s
     for stale in queries_dir.glob("*.json"):
         stale.unlink()
@@ -359,7 +362,7 @@ def run_bench(
         "healthy_failed": sum(1 for n in healthy if not healthy_ok(n)),
         "makespan_lab_s": round(makespan_lab_s, 1) if makespan_lab_s else None,
         "single_node_lab_s": single_node_lab_s,
-        "commit": bench_calibration.current_commit(),
+        "commit": commit,
         "calibration": {"commit": measured.commit, "reused": reuse},
         "makespan_ratio": round(makespan_lab_s / single_node_lab_s, 3) if makespan_lab_s else None,
         "wall_s": round(wall_s, 1),

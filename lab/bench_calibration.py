@@ -44,9 +44,10 @@ def current_commit() -> str:
     return f"{sha}-dirty" if changed else sha
 
 
-def save(path: Path, config: LabRunConfig, single_node_lab_s: float) -> Calibration:
-    """Write the calibration just measured beside the benchmark's JSON."""
-    calibration = Calibration(current_commit(), config.speed, config.soak_hours, single_node_lab_s)
+def save(path: Path, config: LabRunConfig, single_node_lab_s: float, commit: str) -> Calibration:
+    """Write the calibration just measured beside the benchmark's JSON; `commit` is the one
+    read when its processes started (current_commit), not when it ended."""
+    calibration = Calibration(commit, config.speed, config.soak_hours, single_node_lab_s)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(asdict(calibration), indent=2))
     return calibration

@@ -26,9 +26,17 @@ def test_the_commit_is_read_from_this_checkout():
 def test_a_calibration_of_this_commit_speed_and_soak_is_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(bench_calibration, "current_commit", lambda: SHA)
     path = tmp_path / "calibration.json"
-    save(path, _config(), 8357.0)
+    save(path, _config(), 8357.0, SHA)
     assert json.loads(path.read_text())["commit"] == SHA
     assert load(path, _config()).single_node_lab_s == 8357.0
+
+
+def test_a_calibration_keeps_the_commit_its_processes_started_on(tmp_path, monkeypatch):
+    # The tree moved on (a commit, an edit) while the calibration rack ran: it measured SHA.
+    monkeypatch.setattr(bench_calibration, "current_commit", lambda: f"{'f' * 40}-dirty")
+    path = tmp_path / "calibration.json"
+    assert save(path, _config(), 8357.0, SHA).commit == SHA
+    assert json.loads(path.read_text())["commit"] == SHA
 
 
 @pytest.mark.parametrize(
@@ -45,8 +53,7 @@ def test_a_calibration_of_another_pipeline_is_refused_naming_why(
     tmp_path, monkeypatch, now, config, words
 ):
     path = tmp_path / "calibration.json"
-    monkeypatch.setattr(bench_calibration, "current_commit", lambda: SHA)
-    save(path, _config(), 8357.0)
+    save(path, _config(), 8357.0, SHA)
     monkeypatch.setattr(bench_calibration, "current_commit", lambda: now)
     with pytest.raises(CalibrationRefused, match=words):
         load(path, config)
