@@ -33,7 +33,7 @@ MEMBER_SKU = {
 }
 # Which Redfish resource and property identify each kind (the SKU's member rows).
 MEMBER_MATCH = {
-    "power_shelf": ("Chassis", "Model", r"Power Shelf"),
+    "power_shelf": ("Chassis", "Model", r"^AHE50V660A33KWL$"),  # a Delta shelf (member_flavours)
     "switch_tray": ("Chassis", "Model", r"^N5\d{3}_LD$"),
     "compute_tray": ("System", "Model", r"^GB200 NVL$"),
 }

@@ -1,17 +1,50 @@
 """The BMC flavours of a GB200 NVL72 rack's members (issue 34): compute tray, NVLink switch
 tray, power shelf, each a variation of the GB200 NVL BMC (OpenBMC, NVIDIA's ids).
 
+Sources, cited beside each value below (commits are the snapshots read):
+  NVOS   NVIDIA NVOS user manual for NVLink switches, 25.02 (`nv show platform`: N5110_LD).
+  SWBMC  NVIDIA Switch BMC user manual v88.0002.1301, "User Interface Redfish Commands"
+         (docs.nvidia.com/networking/display/nvidiaswitchbmcusermanualv8800021301).
+  NVFW   NVIDIA/open-nvfwupd@bacc440e6c03c19d2bf358f6a0f0e062ae5bbd50:
+         firmware_update_guide/docs/examples/gb200NVL.rst ("GB200 NVL Switch Tray Update") and
+         FactoryMode/TrayFlowFunctions/{switch,power_shelf}_factory_flow_functions.py.
+  NSM    NVIDIA/bare-metal-manager-core@7778162cf43764001b131a939fdea586d04b4eeb:
+         crates/component-manager/proto/nvswitch-manager.proto.
+  PSM    NVIDIA/bare-metal-manager-rest@e48b16fd3d9e3a9812b4a19211722e3751db7113:
+         powershelf-manager/pkg/redfish/client.go (a LiteOn shelf's PMC).
+  SHELF  NVIDIA DGX GB200 firmware update guide, "Power Shelf Firmware Update Process"
+         (docs.nvidia.com/dgx/dgxgb200-fw-update-guide/pwshelf-fw-update.html) and the nvfwupd
+         guide's PowerShelf examples (docs.nvidia.com/multi-node-nvlink-systems/nvfupd-guide/
+         examples/powershelf.html), a Delta shelf.
+
 - "gb200_tray": the GB200 NVL compute tray of the capture (nvidia-gb200), its BMC unchanged;
   build.SHAPES gives it the capture's parts (4 GB200 GPUs, 4 ConnectX-7, 2 BlueField-3).
 - "nvl_switch": an NVLink switch tray. Its BMC serves the tray's NVLink fabric as a DMTF Fabric
-  (Fabrics/NVLink_0) and its update bundle carries BMC, CPLD and NVOS images; the BMC restarts
-  itself into the new bundle (no aux power cycle: that is the compute tray's). The product name
-  is the one `nv show platform` prints on a GB200 switch tray (NVIDIA NVOS user manual for NVLink
-  switches, 25.02: N5110_LD); the inventory ids follow the NVIDIA switch BMC manual's Chassis
-  list (CPLD, ERoT). Versions are the lab's own.
-- "power_shelf": a power shelf's controller. No public capture of one exists: its model string
-  and versions are the lab's own. Its chassis reports whether the shelf's output is on
-  (PowerState) and healthy; a tripped shelf reads Off, Critical.
+  (Fabrics/NVLink_0). What is known of its writes: its firmware ships as three bundles, BMC with
+  its ERoT and FPGA, SBIOS with its ERoT, and CPLD (NVFW); NVIDIA's own switch manager writes the
+  BMC and BIOS images through the BMC's Redfish, the CPLD and NVOS through NVOS over SSH (NSM);
+  downgrades are allowed by default (NVFW); the new images run after the tray is AC cycled
+  (NVFW), which over Redfish is Systems/System_0 ComputerSystem.Reset PowerCycle (NVFW's
+  switch flow; NSM lists On, ForceOn, ForceOff, GracefulShutdown, GracefulRestart, ForceRestart
+  and PowerCycle as the tray's reset types). NOT modelled here, because it lies outside this
+  module: the lab's BMC still runs a new switch-tray BMC image as soon as it is written
+  (bmc_activation "now"), and its ComputerSystem.Reset offers no PowerCycle (resources.py),
+  since Greenlight's device-kind activation waits for the BMC to restart itself
+  (provisioning/core/phases/oob.py); which push URI the switch BMC offers is not public (SWBMC
+  names an "Update Firmware" API without its URI), so the GB200 tray's multipart push stays.
+- "power_shelf": a Delta power shelf's power management controller (PMC). It takes an image by
+  an HTTP push to /redfish/v1/UpdateService/update (SHELF's curl; NVFW posts it as multipart
+  UpdateFile there), not at the compute tray's update-multipart; its UpdateService's
+  HttpPushUriApplyTime is OnReset by default (the image runs at the PMC's next reboot) and
+  Immediate once PATCHed, which NVIDIA's tools do before every push (SHELF: nvfwupd 2.0.9; PSM:
+  SetHttpPushUriApplyTimeImmediate). The lab models Immediate only (bmc_activation "now"): it
+  has no PATCH of UpdateService, and Greenlight sends none, so against a real shelf left at
+  OnReset its image would wait for a PMC reset. Power: PSM posts Chassis.ForceOff/Chassis.On
+  and Manager.Reset (GracefulRestart, ForceRestart) to a LiteOn PMC; the lab's shelf answers
+  the GB200 tray's resets. What a shelf refuses is not public. Its chassis reports whether the
+  shelf's output is on (PowerState) and healthy; a tripped shelf reads Off, Critical. The PMC's
+  own running image is listed as FW_PMC_primary on a real Delta shelf (SHELF); the lab keeps
+  FW_BMC_0 for it, the id Greenlight's inventory naming (provisioning/redfish/naming.py) knows.
 
 This module reads no other lab module: flavours.py hands it the GB200 flavour to vary.
 """
@@ -31,15 +64,19 @@ MEMBER_KIND = {
     SWITCH_TRAY: "switch_tray",
     POWER_SHELF: "power_shelf",
 }
-SWITCH_TRAY_MODEL = "N5110_LD"
-POWER_SHELF_MODEL = "NVL72 Power Shelf 33kW"
+SWITCH_TRAY_MODEL = "N5110_LD"  # NVOS `nv show platform`; NVFW show_version "System Model"
+# The Delta shelf's model as nvfwupd prints it (SHELF, "Example 1: Delta PowerShelf").
+POWER_SHELF_MODEL = "AHE50V660A33KWL"
+# Where a power shelf's PMC takes an image (SHELF: POST .../UpdateService/update; NVFW
+# power_shelf_factory_flow_functions.py update_firmware: multipart UpdateFile to the same URI).
+POWER_SHELF_PUSH_URI = "/redfish/v1/UpdateService/update"
 
 
 def member_flavours(gb200: Flavour) -> dict[str, Flavour]:
     """The rack members' flavours, as variations of the GB200 NVL flavour."""
     device = dict(
-        # A device's BMC bundle runs once its BMC restarts itself; there is no host image to
-        # stage for a host reset and no aux power cycle on these BMCs.
+        # No aux power cycle on these BMCs and no host image to stage: see the module docstring
+        # for what the real switch tray and shelf need instead.
         bmc_activation="now",
         host_activation="host_reset",
         lists_device_firmware=False,
@@ -51,10 +88,13 @@ def member_flavours(gb200: Flavour) -> dict[str, Flavour]:
             name=SWITCH_TRAY,
             model=SWITCH_TRAY_MODEL,
             manager_model="NVLink Switch Tray BMC",
-            serial_prefix="MT24",
+            serial_prefix="MT24",  # NVFW show_version: "Serial number: MT2438X01107"
             extra_firmware=(
-                ("FW_CPLD_0", "Software Inventory", "0.1C"),
-                ("FW_ERoT_BMC_0", "Software Inventory", "01.03.0262.0000_n04"),
+                # SWBMC's FirmwareInventory example lists CPLD_0 first; the BMC's ERoT rides in
+                # its bundle (NVFW: nvfw_GB200-P4978_0004 is BMC, EROT, FPGA). Versions as
+                # NVFW's show_version prints CPLD1 and EROT-BMC for a GB200 switch tray.
+                ("CPLD_0", "Software Inventory", "CPLD000370_REV0500"),
+                ("FW_ERoT_BMC_0", "Software Inventory", "01.04.0008.0000_n04"),
             ),
             member="switch_tray",
             **device,
@@ -64,9 +104,17 @@ def member_flavours(gb200: Flavour) -> dict[str, Flavour]:
             name=POWER_SHELF,
             manufacturer="Delta",
             model=POWER_SHELF_MODEL,
-            manager_model="Power Shelf Controller",
-            serial_prefix="DPS",
-            extra_firmware=(("FW_PSU_0", "Software Inventory", "1.2.7"),),
+            manager_model="Power Management Controller",  # PSM's PowerManagementController
+            manager_id="PMC_0",  # SHELF: GET /redfish/v1/Managers/PMC_0 for the part number
+            serial_prefix="THAS",  # SHELF: "Serial number: THASQ25220015"
+            multipart_path=POWER_SHELF_PUSH_URI,
+            extra_firmware=(
+                # As nvfwupd lists a Delta shelf (SHELF): the PMC's other partition, its ERoT
+                # and its six PSUs (a shelf holds 6 PSUs of 5.5 kW: BCM's power shelf chapter).
+                ("FW_PMC_alt", "Software Inventory", "3.2.4"),
+                ("FW_ERoT_BMC_0", "Software Inventory", "1203"),
+                *((f"FW_PSU_{n}", "Software Inventory", "01050105") for n in range(1, 7)),
+            ),
             member="power_shelf",
             **device,
         ),

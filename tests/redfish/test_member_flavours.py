@@ -1,0 +1,76 @@
+"""How a GB200 NVL72 rack's switch tray and power shelf BMCs take writes in the lab, as the public
+sources cited in lab/bmc/member_flavours.py describe them (issue 34): a Delta shelf's PMC takes
+its image at /redfish/v1/UpdateService/update, under Managers/PMC_0, and lists its other PMC
+partition and six PSUs; a switch tray's BMC lists its CPLD as CPLD_0."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from lab.bmc.member_flavours import POWER_SHELF_MODEL, POWER_SHELF_PUSH_URI
+from lab.hall import LabHall
+
+from .conftest import lab_client
+
+BOOT = 40.0
+COMPUTE_PUSH_URI = "/redfish/v1/UpdateService/update-multipart"
+
+
+@pytest.fixture
+def members():
+    with LabHall(2, flavours=("power_shelf", "nvl_switch"), speed=0, seed=5) as running:
+        yield running
+
+
+def _bmc(hall, flavour):
+    return next(b for b in hall.bmcs if b.flavour == flavour)
+
+
+def _push(bmc, path: str, filename: str) -> requests.Response:
+    """A multipart push of `filename` to `path`, as open-nvfwupd sends a shelf's image."""
+    return requests.post(
+        bmc.http_url + path,
+        files={"UpdateFile": (filename, b"\0" * 64, "application/octet-stream")},
+        auth=(bmc.node.username, bmc.node.password),
+        timeout=5,
+    )
+
+
+def test_a_power_shelf_takes_its_image_at_update_and_not_at_update_multipart(members):
+    shelf = _bmc(members, "power_shelf")
+    with lab_client(shelf) as client:
+        service = client.get("/redfish/v1/UpdateService")
+        assert service["MultipartHttpPushUri"] == POWER_SHELF_PUSH_URI
+    # The compute tray's push URI is not the shelf's: nothing is there.
+    assert _push(shelf, COMPUTE_PUSH_URI, "bmc-3.2.5.bin").status_code == 404
+    assert shelf.node.firmware["bmc"] != "3.2.5"
+    accepted = _push(shelf, POWER_SHELF_PUSH_URI, "bmc-3.2.5.bin")
+    assert accepted.status_code == 202, accepted.text
+    members.advance(600)
+    # ApplyTime Immediate, as NVIDIA's tools set it before a push: the new image runs.
+    assert shelf.node.firmware["bmc"] == "3.2.5"
+
+
+def test_a_power_shelf_is_a_delta_pmc_listing_its_other_partition_and_six_psus(members):
+    shelf = _bmc(members, "power_shelf")
+    with lab_client(shelf) as client:
+        managers = client.get("/redfish/v1/Managers")["Members"]
+        assert [m["@odata.id"] for m in managers] == ["/redfish/v1/Managers/PMC_0"]
+        assert client.chassis()["Model"] == POWER_SHELF_MODEL
+        ids = {e.id for e in client.firmware_entries()}
+        (bmc,) = [i for i in client.firmware_inventory() if i.kind == "bmc"]
+    assert {"FW_PMC_alt", "FW_ERoT_BMC_0"} <= ids
+    assert {f"FW_PSU_{n}" for n in range(1, 7)} <= ids and "FW_PSU_0" not in ids
+    # The lab's stand-in for the PMC's running image is the one Greenlight manages.
+    assert bmc.id == "FW_BMC_0"
+
+
+def test_a_switch_tray_lists_its_cpld_as_cpld_0_which_no_phase_manages(members):
+    switch = _bmc(members, "nvl_switch")
+    with lab_client(switch) as client:
+        entries = {e.id: e for e in client.firmware_entries()}
+        managed = {i.kind for i in client.firmware_inventory()}
+    assert "CPLD_0" in entries and "FW_CPLD_0" not in entries
+    assert entries["CPLD_0"].version == "CPLD000370_REV0500"
+    assert "cpld" not in managed
