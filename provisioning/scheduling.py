@@ -19,7 +19,7 @@ from datetime import datetime
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .choices import RunStatus
@@ -97,13 +97,19 @@ def hand_over(
 
 def nudge(run_id: int) -> None:
     """Ask for a look at a run now: at once if it waits, after the current step if it runs."""
-    now = timezone.now()
-    Run.objects.filter(pk=run_id).update(nudged_at=now)
-    # A slice, not first(): a lookup by key needs no ORDER BY (agents nudge on every report).
-    fresh = Run.objects.filter(pk=run_id).values("step", "status").order_by()[:1]
-    for row in fresh:
-        if row["status"] in (RunStatus.QUEUED, RunStatus.WAITING):
-            send_step(run_id, row["step"])
+    nudge_runs(Run.objects.filter(pk=run_id))
+
+
+def nudge_runs(runs: QuerySet[Run]) -> None:
+    """nudge for every run of `runs`, in two queries whatever their number."""
+    runs = runs.order_by()  # a lookup by key needs no ORDER BY (agents nudge on every report)
+    if not runs.update(nudged_at=timezone.now()):
+        return
+    # Read after the write: a step that hands its run over in between sees the nudge, and one
+    # that handed it over before is sent here.
+    waiting = runs.filter(status__in=(RunStatus.QUEUED, RunStatus.WAITING))
+    for run_id, step in waiting.values_list("pk", "step"):
+        send_step(run_id, step)
 
 
 def kick_off(run: Run) -> None:

@@ -10,13 +10,13 @@ fleet.refusals: a flood of them from one source within a minute is one event wit
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils import timezone
 
 from fleet.choices import EventKind
@@ -35,7 +35,7 @@ from ..choices import (
     CommandStatus,
 )
 from ..models import AgentCommand, AgentSession, BootCredential, RackRun, Run
-from ..scheduling import nudge
+from ..scheduling import nudge_runs
 from .link import silence_after
 
 # Caller-provided text kept in a refusal's reason (the 403 answer and the event).
@@ -51,6 +51,22 @@ SETTLED_POLL_FACTOR = 5
 # after twenty has most likely a reboot or a firmware act to wait for. A fixed short interval
 # made 60 polls of every such span (two thirds of the agents' API's CPU in the benchmark).
 BACKOFF_SHARE = 0.5
+# In a phase that sends its agent nothing (an out-of-band one: the BMC's firmware, its BIOS
+# settings) the interval grows, the same way, up to this many short intervals: two thirds of a
+# node's polls came in its firmware phases at the settled interval (111 of 154 a node in a lab
+# run of 2 nodes at speed 20), for commands that only the next phase sends. The phase that follows waits at most this
+# for its first command's poll (60 node seconds at the defaults, once or twice a run).
+QUIET_POLL_FACTOR = 30
+
+
+# The run phases that send the agent nothing, as the run core names them at ready() (the agent
+# channel sits below it): its out-of-band phases.
+_QUIET_PHASES: set[str] = set()
+
+
+def phases_without_commands(names: Iterable[str]) -> None:
+    """Name the run phases that send the agent nothing; a poll in them backs off further."""
+    _QUIET_PHASES.update(names)
 
 
 # Who stops what a contested credential served: the run core registers it at ready()
@@ -95,7 +111,13 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
     if claim.environment not in AgentEnvironment.values:
         _refuse(None, f"check-in for unknown environment {_clip(claim.environment)!r}", remote)
     try:
-        credential = boot_credentials.redeem(claim.credential, claim.environment, claim.boot_id)
+        # The node's interval facts come with the credential: the check-in reads them once.
+        credential = boot_credentials.redeem(
+            claim.credential,
+            claim.environment,
+            claim.boot_id,
+            annotations=_interval_facts(OuterRef("node_id")),
+        )
     except boot_credentials.CredentialContested as exc:
         reason = settle_contest(exc.credential, claim.boot_id, remote)
         _refuse(exc.credential.node, reason or _not_ordered(exc.credential), remote)
@@ -113,6 +135,7 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
     claimed = {boot_credentials.normalise_mac(m) for m in claim.macs}
     if known and not known & claimed:
         _refuse(node, "check-in MACs match none of the node's recorded MACs", remote)
+    facts = {name: getattr(credential, name) for name in INTERVAL_FACTS}
     nonce = secrets.token_hex(16)
     token = derive_token(node.pk, claim.boot_id, nonce)
     now = timezone.now()
@@ -127,7 +150,7 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
                 nonce=nonce,
                 inventory=claim.inventory,
                 inventory_at=now,
-                expected_by=now + silence_after(poll_interval(node.pk)),
+                expected_by=now + silence_after(_interval(facts)),
             )
             older = AgentSession.objects.filter(node=node, revoked_at__isnull=True)
             older.exclude(pk=session.pk).update(revoked_at=now)
@@ -149,6 +172,11 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
         _refuse(
             node, f"boot {_clip(claim.boot_id)} already checked in; its token was issued", remote
         )
+    # The interval the answer tells, as poll_interval would read it now, without a read after
+    # the commit (that spent the credential: nothing after it may fail the answer). This boot
+    # checked in just now, and the node has no command running: the older boots' open ones
+    # were judged lost above, and this one has none yet.
+    session.poll_s = _interval({**facts, "command_running": False, "boot_at": session.created_at})
     return session, token
 
 
@@ -169,8 +197,45 @@ def authenticate_poll(header: str, *, remote: str = "", path: str = "") -> Agent
     return _authenticated(sessions, header, remote, path)
 
 
+def authenticate_report(
+    header: str, command_id: int, *, remote: str = "", path: str = "", interval: bool = False
+) -> AgentCommand:
+    """The command a bearer token's live session may report on, with that session (and its
+    node) on it: authenticate and command_for in one read where the request is in order, and
+    their two reads, which refuse as they always did, where it is not. `interval`: read the
+    facts of the interval to tell after the result (interval_after_result) as well."""
+    token = _bearer(header)
+    if token:
+        commands = AgentCommand.objects.select_related("session__node").filter(
+            pk=command_id,
+            session__token_hash=hash_token(token),
+            session__revoked_at__isnull=True,
+            node_id=F("session__node_id"),
+        )
+        if interval:
+            facts = _interval_facts(OuterRef("node_id"))
+            # Once the result is stored this command runs no more: only the node's others count.
+            facts["command_running"] = Exists(
+                AgentCommand.objects.filter(
+                    node_id=OuterRef("node_id"), status=CommandStatus.SENT
+                ).exclude(pk=OuterRef("pk"))
+            )
+            commands = commands.annotate(**facts)
+        command = commands.first()
+        if command is not None:
+            return command
+    session = authenticate(header, remote=remote, path=path)
+    command = command_for(session, command_id, remote=remote)
+    command.session = session
+    return command
+
+
+def _bearer(header: str) -> str:
+    return header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
+
+
 def _authenticated(sessions, header: str, remote: str, path: str) -> AgentSession:
-    token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
+    token = _bearer(header)
     if not token:
         _refuse(
             None, f"agent request without a token ({_clip(path)})", remote, AgentUnauthenticated
@@ -280,16 +345,21 @@ def poll_interval(node_id: int) -> float:
     return _interval(facts or {})
 
 
-def short_poll_interval() -> float:
-    """The interval right after a boot checks in, with a run: what a check-in whose facts
-    cannot be read (the database went away after it committed) is told."""
-    return max(settings.GREENLIGHT_AGENT_POLL_S / clock.scale(), MIN_POLL_S)
+def interval_after_result(command: AgentCommand) -> float:
+    """The interval to tell the agent whose result for `command` was just stored: as
+    poll_interval would read it now, from the facts read with the command where it has them
+    (authenticate_report): the command finished just now."""
+    if not hasattr(command, "command_running"):
+        return poll_interval(command.node_id)
+    facts = {name: getattr(command, name) for name in INTERVAL_FACTS}
+    return _interval({**facts, "command_finished_at": timezone.now()})
 
 
 # What the poll interval follows from: EXISTS on the node's rows, and when it last did
 # something a next command follows (its boot checked in, a command finished), if recently.
 INTERVAL_FACTS = (
     "run_active",
+    "run_phase",
     "rack_run_open",
     "command_running",
     "boot_at",
@@ -303,8 +373,10 @@ def _interval_facts(node: OuterRef) -> dict[str, Exists | Subquery]:
     commands = AgentCommand.objects.filter(node_id=node)
     boots = AgentSession.objects.filter(node_id=node, created_at__gte=recent)
     finished = commands.filter(finished_at__gte=recent)
+    runs = Run.objects.filter(node_id=node, status__in=ACTIVE_RUN_STATUSES).order_by()
     return {
-        "run_active": Exists(Run.objects.filter(node_id=node, status__in=ACTIVE_RUN_STATUSES)),
+        "run_active": Exists(runs),
+        "run_phase": Subquery(runs.values("current_phase")[:1]),
         # A rack member while its rack's rack run is open: after the members' own runs ended,
         # the rack-wide gate asks each compute tray for its reports (provisioning.rack).
         "rack_run_open": Exists(
@@ -325,7 +397,8 @@ def _interval(facts: dict[str, Any], *, sent_now: bool = False) -> float:
     if facts.get("command_running") or sent_now:
         return settings.GREENLIGHT_AGENT_IDLE_POLL_S
     short = settings.GREENLIGHT_AGENT_POLL_S
-    settled = SETTLED_POLL_FACTOR * short
+    quiet = facts.get("run_phase") in _QUIET_PHASES and not facts.get("rack_run_open")
+    settled = (QUIET_POLL_FACTOR if quiet else SETTLED_POLL_FACTOR) * short
     active = [at for at in (facts.get("boot_at"), facts.get("command_finished_at")) if at]
     if active:
         # Node seconds since the latest activity: the longer nothing came, the less to expect.
@@ -345,9 +418,7 @@ def record_inventory(session: AgentSession, inventory: dict[str, Any]) -> None:
 
 def nudge_runs_of(node: Node) -> None:
     """Look at the node's active run now instead of at its next scheduled look."""
-    active = Run.objects.filter(node=node, status__in=ACTIVE_RUN_STATUSES).order_by()
-    for run_id in active.values_list("pk", flat=True):
-        nudge(run_id)
+    nudge_runs(Run.objects.filter(node=node, status__in=ACTIVE_RUN_STATUSES))
 
 
 def _not_ordered(credential: BootCredential) -> str:

@@ -144,14 +144,19 @@ def arm_for_boot(node_id: int, environments: Iterable[str] | None = None, *, boo
     return live.update(boots_armed=Least(F("boots_armed") + boots, MAX_BOOTS_ARMED))
 
 
-def redeem(secret: str, environment: str, boot_id: str = "") -> BootCredential | None:
+def redeem(
+    secret: str, environment: str, boot_id: str = "", *, annotations: dict | None = None
+) -> BootCredential | None:
     """The live credential this secret is, for this environment, redeemed by boot `boot_id`;
     None if it is no such thing. CredentialNotArmed when no ordered boot awaits it,
-    CredentialContested when another boot already redeemed it since Greenlight's last boot."""
+    CredentialContested when another boot already redeemed it since Greenlight's last boot.
+    `annotations` are read with the credential, in the same query (a check-in's facts of the
+    node: OuterRef("node_id") is its node)."""
     if not secret:
         return None
     credential = (
         BootCredential.objects.select_related("node__rack", "run")
+        .annotate(**(annotations or {}))
         .filter(secret_hash=hash_secret(secret), revoked_at__isnull=True)
         .first()
     )

@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from provisioning.agents import link as agent_link
 from provisioning.agents.sessions import CheckIn, check_in, poll, poll_interval, seen
-from provisioning.models import AgentCommand, AgentSession
+from provisioning.core.phases import OUT_OF_BAND_PHASE_NAMES, PHASE_NAMES
+from provisioning.models import AgentCommand, AgentSession, Run
 from tests.support.scenes import booted_secret, make_run
 
 
@@ -18,7 +19,7 @@ def polling(settings, node):
     settings.GREENLIGHT_AGENT_POLL_S = 2.0
     settings.GREENLIGHT_AGENT_IDLE_POLL_S = 30.0
     settings.GREENLIGHT_TIME_SCALE = 1.0
-    run = make_run(node, phases_done=2)
+    run = make_run(node, phases_done=PHASE_NAMES.index("wait_for_agent"))  # in-band
     claim = CheckIn(node.serial, node.mac_addresses, "b1", "ephemeral", booted_secret(run))
     session, _ = check_in(claim)
     return run, session
@@ -56,6 +57,35 @@ def test_the_polls_of_a_quiet_two_minutes_after_a_check_in_are_few(polling, node
         polls += 1
     # A fixed 2 s would make 60; half the quiet time, from 2 s up to the settled 10 s, makes 16.
     assert polls == 16
+
+
+def test_an_out_of_band_phase_backs_off_further_and_the_next_phase_polls_short_again(polling, node):
+    """The BMC's firmware phases send the agent nothing: it is told to come back less often."""
+    run, session = polling
+    assert (
+        "hgx_firmware" in OUT_OF_BAND_PHASE_NAMES and "nic_firmware" not in OUT_OF_BAND_PHASE_NAMES
+    )
+    Run.objects.filter(pk=run.pk).update(current_phase="hgx_firmware")
+    _age(session, 600)
+    assert poll_interval(node.pk) == 60.0  # QUIET_POLL_FACTOR short intervals, not 10
+    _age(session, 30)
+    # Backing off as in any phase, past the settled 10.
+    assert poll_interval(node.pk) == pytest.approx(15.0, abs=0.05)
+    Run.objects.filter(pk=run.pk).update(current_phase="nic_firmware")
+    _age(session, 600)
+    assert poll_interval(node.pk) == 10.0
+
+
+def test_a_firmware_phase_of_ten_minutes_costs_a_few_polls(polling, node):
+    run, session = polling
+    Run.objects.filter(pk=run.pk).update(current_phase="bmc_firmware")
+    since, polls = 0.0, 0
+    while since < 600:
+        _age(session, since)
+        since += poll_interval(node.pk)
+        polls += 1
+    # At the settled 10 s it was 68 (16 to get there, then one every 10 s); now 19.
+    assert polls == 19
 
 
 def test_long_while_a_command_runs_and_short_after_it_finishes(polling, node):
@@ -96,7 +126,7 @@ def _poll_over_http(client, token):
 def polling_token(settings, node):
     settings.GREENLIGHT_AGENT_POLL_S = 2.0
     settings.GREENLIGHT_TIME_SCALE = 1.0
-    run = make_run(node, phases_done=2)
+    run = make_run(node, phases_done=PHASE_NAMES.index("wait_for_agent"))  # in-band
     claim = CheckIn(node.serial, node.mac_addresses, "b1", "ephemeral", booted_secret(run))
     session, token = check_in(claim)
     return run, session, token

@@ -14,7 +14,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.db import OperationalError
+from django.db import OperationalError, connection
 from django.test import Client
 from django.utils import timezone
 
@@ -22,7 +22,7 @@ from greenlight.celery import app
 from lab.processes import free_port
 from provisioning.agents import sessions
 from provisioning.agents.api import views as agent_views
-from provisioning.agents.sessions import short_poll_interval
+from provisioning.agents.sessions import poll_interval
 from provisioning.choices import RunStatus
 from provisioning.core.sweep import sweep
 from provisioning.models import AgentSession, Run
@@ -57,16 +57,28 @@ def test_a_check_in_that_committed_gets_its_token_though_the_database_went_away(
     booted, monkeypatch
 ):
     node, secret = booted
+    committed, gone, tried = agent_views.check_in, [], []
 
-    def database_gone(node_id: int) -> float:
-        raise OperationalError(LOST)
+    def check_in_then_failover(*args, **kwargs):
+        answer = committed(*args, **kwargs)
+        gone.append(True)  # the database goes away just after the check-in committed
+        return answer
 
-    # The one read after the commit: the interval the answer tells the agent.
-    monkeypatch.setattr(agent_views, "poll_interval", database_gone)
-    answer = _checkin(Client(), node, secret)
+    def database_gone(execute, sql, params, many, context):
+        if gone:
+            tried.append(sql)
+            raise OperationalError(LOST)
+        return execute(sql, params, many, context)
 
+    monkeypatch.setattr(agent_views, "check_in", check_in_then_failover)
+    with connection.execute_wrapper(database_gone):
+        answer = _checkin(Client(), node, secret)
+
+    assert gone
     assert answer.status_code == 200, answer.content
-    assert answer.json()["poll_s"] == short_poll_interval()
+    assert tried == []  # nothing after the commit needs the database
+    # The interval was worked out before the commit: what a read now gives, a boot's first.
+    assert answer.json()["poll_s"] == poll_interval(node.pk)
     assert AgentSession.objects.get(node=node).boot_id == "boot-1"
 
 

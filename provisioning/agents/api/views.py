@@ -12,7 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -27,14 +26,12 @@ from ..sessions import (
     AgentRefusal,
     AgentUnauthenticated,
     CheckIn,
-    authenticate,
     authenticate_poll,
+    authenticate_report,
     check_in,
-    command_for,
+    interval_after_result,
     poll,
-    poll_interval,
     record_inventory,
-    short_poll_interval,
 )
 
 MAX_FIELD_CHARS = 256
@@ -145,14 +142,16 @@ def checkin(request: HttpRequest) -> JsonResponse:
         return _bad(exc)
     except AgentRefusal as exc:
         return _refused(exc)
-    try:
-        poll_s = poll_interval(session.node_id)
-    except DatabaseError:
-        # The check-in committed and spent the boot credential: a retry would be refused, so
-        # the token must reach the agent though the database went away just now (a failover).
-        poll_s = short_poll_interval()
+    # Nothing here reads the database: the check-in committed and spent the boot credential, so
+    # a retry would be refused, and the token must reach the agent though the database went
+    # away just now (a failover). check_in worked out the interval before its commit.
     return JsonResponse(
-        {"token": token, "node_id": session.node_id, "boot_id": session.boot_id, "poll_s": poll_s}
+        {
+            "token": token,
+            "node_id": session.node_id,
+            "boot_id": session.boot_id,
+            "poll_s": session.poll_s,
+        }
     )
 
 
@@ -177,13 +176,17 @@ def agent_poll(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"commands": commands, "poll_s": poll_s})
 
 
-def _command_and_body(request: HttpRequest, command_id: int) -> tuple[AgentCommand, dict]:
-    """The command this request's agent may report on, and the body."""
-    session = authenticate(
-        request.headers.get("Authorization", ""), remote=_remote(request), path=request.path
+def _command_and_body(
+    request: HttpRequest, command_id: int, *, interval: bool = False
+) -> tuple[AgentCommand, dict]:
+    """The command this request's agent may report on (its session on it), and the body."""
+    command = authenticate_report(
+        request.headers.get("Authorization", ""),
+        command_id,
+        remote=_remote(request),
+        path=request.path,
+        interval=interval,
     )
-    command = command_for(session, command_id, remote=_remote(request))
-    command.session = session
     return command, _body(request)
 
 
@@ -219,7 +222,7 @@ def validated_result(body: dict[str, Any]) -> dict[str, Any]:
 @tls_only
 def command_result(request: HttpRequest, command_id: int) -> JsonResponse:
     try:
-        command, body = _command_and_body(request, command_id)
+        command, body = _command_and_body(request, command_id, interval=True)
         result = validated_result(body)
     except AgentRefusal as exc:
         return _refused(exc)
@@ -231,7 +234,7 @@ def command_result(request: HttpRequest, command_id: int) -> JsonResponse:
         record_inventory(command.session, result["inventory"])
     if command.run_id:
         nudge(command.run_id)
-    return JsonResponse({"ok": True, "poll_s": poll_interval(command.node_id)})
+    return JsonResponse({"ok": True, "poll_s": interval_after_result(command)})
 
 
 @csrf_exempt

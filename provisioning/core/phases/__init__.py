@@ -18,6 +18,7 @@ __all__ = [
     "PHASES",
     "PHASES_BY_NAME",
     "PHASE_NAMES",
+    "OUT_OF_BAND_PHASE_NAMES",
     "WIPE_PRELUDE",
     "Band",
     "Phase",
@@ -53,6 +54,10 @@ WIPE_PRELUDE: tuple[Phase, ...] = (
 )
 
 PHASE_NAMES: tuple[str, ...] = tuple(p.name for p in PHASES)
+# The phases that speak only to the BMC: no agent command comes in them.
+OUT_OF_BAND_PHASE_NAMES: tuple[str, ...] = tuple(
+    p.name for p in PHASES + WIPE_PRELUDE if p.band is Band.OOB
+)
 PHASES_BY_NAME: dict[str, Phase] = {p.name: p for p in PHASES + WIPE_PRELUDE}
 
 
