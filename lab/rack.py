@@ -6,8 +6,9 @@ hall's nodes as boot and power-off hooks:
 
 - A switch tray's fabric starts forming when its NVOS boots, and again when its BMC restarts
   into a new bundle, and reads Enabled (its BMC's Fabrics/NVLink_0) FABRIC_FORM_SECONDS later;
-  it is gone while the tray is off. (The lab's shortcut: a real tray installs CPLD and NVOS
-  through NVOS and runs new images after an AC cycle; lab/bmc/member_flavours.py cites how.)
+  it is gone while the tray is off, as during the AC cycle (PowerCycle) that runs a new bundle.
+  (The lab's shortcut: a real tray installs CPLD and NVOS through NVOS; lab/bmc/
+  member_flavours.py cites how.)
 - A power shelf with the `trips_if_compute_early` fault trips (its output off, its chassis
   Critical) when a compute tray boots while any switch tray's fabric has not formed: the
   bring-up order the staged rules keep. The rack's bus bar stays fed by the other shelves, so

@@ -330,11 +330,22 @@ class BmcApp(UpdateServiceHandlers):
     async def _reset(self, request, match):
         body = await json_body(request) or {}
         reset_type = body.get("ResetType")
-        if reset_type not in r.RESET_TYPES:
+        if reset_type not in r.reset_types(self.flavour):
             return redfish_error(400, f"ResetType {reset_type!r} is not allowed")
+        if reset_type == "PowerCycle" and self.flavour.bmc_activation == "power_cycle":
+            return self._ac_cycle()
         refused = self.node.reset(reset_type, self._now())
         if refused:
             return redfish_error(409, refused)
+        return web.Response(status=204)
+
+    def _ac_cycle(self) -> web.Response:
+        """An NVLink switch tray's PowerCycle, its AC cycle (member_flavours.py): the tray
+        loses power and comes back on, off or not, and its pending images run."""
+        now = self._now()
+        # Down first, so the BMC's restart finds the tray off and its fabric re-forms at boot.
+        self.node.reset("PowerCycle" if self.node.power != "Off" else "On", now)
+        self.node.activate("power_cycle", now)
         return web.Response(status=204)
 
     async def _eth_collection(self, request, match):

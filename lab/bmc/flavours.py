@@ -100,9 +100,9 @@ class Flavour:
     # while running), "openbmc" (a task monitor: 202, 204 once, then 404; tasks forgotten when
     # the BMC resets), "dell_job" (iDRAC JID_ jobs), "hpe_flash" (no task: Oem.Hpe.State).
     update_progress: str = "task"
-    # When a new BMC image runs: "now" (it restarts itself), "manager_reset", "aux_power".
+    # When a new BMC image runs: "now", "manager_reset", "aux_power", "power_cycle" (its AC).
     bmc_activation: str = "now"
-    # When any other new image runs: "host_reset", or "aux_power".
+    # When any other new image runs: "host_reset", "aux_power" or "power_cycle".
     host_activation: str = "host_reset"
     # A rack-scale member's kind ("compute_tray", "switch_tray", "power_shelf"; issue 34), or ""
     # for a server: member_flavours.py declares them.

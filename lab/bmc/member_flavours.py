@@ -26,25 +26,26 @@ Sources, cited beside each value below (commits are the snapshots read):
   downgrades are allowed by default (NVFW); the new images run after the tray is AC cycled
   (NVFW), which over Redfish is Systems/System_0 ComputerSystem.Reset PowerCycle (NVFW's
   switch flow; NSM lists On, ForceOn, ForceOff, GracefulShutdown, GracefulRestart, ForceRestart
-  and PowerCycle as the tray's reset types). NOT modelled here, because it lies outside this
-  module: the lab's BMC still runs a new switch-tray BMC image as soon as it is written
-  (bmc_activation "now"), and its ComputerSystem.Reset offers no PowerCycle (resources.py),
-  since Greenlight's device-kind activation waits for the BMC to restart itself
-  (provisioning/core/phases/oob.py); which push URI the switch BMC offers is not public (SWBMC
-  names an "Update Firmware" API without its URI), so the GB200 tray's multipart push stays.
+  and PowerCycle as the tray's reset types). The lab's tray keeps every written BMC or BIOS
+  image pending (the old version reported) until that PowerCycle (activation "power_cycle"),
+  and offers NSM's reset types; which push URI the switch BMC offers is not public (SWBMC names
+  an "Update Firmware" API without its URI), so the GB200 tray's multipart push stays.
 - "power_shelf": a Delta power shelf's power management controller (PMC). It takes an image by
   an HTTP push to /redfish/v1/UpdateService/update (SHELF's curl; NVFW posts it as multipart
   UpdateFile there), not at the compute tray's update-multipart; its UpdateService's
   HttpPushUriApplyTime is OnReset by default (the image runs at the PMC's next reboot) and
   Immediate once PATCHed, which NVIDIA's tools do before every push (SHELF: nvfwupd 2.0.9; PSM:
-  SetHttpPushUriApplyTimeImmediate). The lab models Immediate only (bmc_activation "now"): it
-  has no PATCH of UpdateService, and Greenlight sends none, so against a real shelf left at
-  OnReset its image would wait for a PMC reset. Power: PSM posts Chassis.ForceOff/Chassis.On
-  and Manager.Reset (GracefulRestart, ForceRestart) to a LiteOn PMC; the lab's shelf answers
-  the GB200 tray's resets. What a shelf refuses is not public. Its chassis reports whether the
-  shelf's output is on (PowerState) and healthy; a tripped shelf reads Off, Critical. The PMC's
-  own running image is listed as FW_PMC_primary on a real Delta shelf (SHELF); the lab keeps
-  FW_BMC_0 for it, the id Greenlight's inventory naming (provisioning/redfish/naming.py) knows.
+  SetHttpPushUriApplyTimeImmediate). The lab's shelf serves HttpPushUriOptions.
+  HttpPushUriApplyTime (the DMTF UpdateService schema's property) OnReset at start: an image
+  pushed then waits for the PMC's reboot (a Manager.Reset); a PATCH to Immediate makes the next
+  ones run as soon as written, and a value outside its AllowableValues is refused (400
+  PropertyValueNotInList). Which values a real PMC lists is not public: the lab lists the two
+  the sources name. Power: PSM posts Chassis.ForceOff/Chassis.On and Manager.Reset
+  (GracefulRestart, ForceRestart) to a LiteOn PMC; the lab's shelf answers the GB200 tray's
+  resets. What a shelf refuses is not public. Its chassis reports whether the shelf's output is
+  on (PowerState) and healthy; a tripped shelf reads Off, Critical. The PMC's own running image
+  is listed as FW_PMC_primary on a real Delta shelf (SHELF); the lab keeps FW_BMC_0 for it, the
+  id Greenlight's inventory naming (provisioning/redfish/naming.py) knows.
 
 This module reads no other lab module: flavours.py hands it the GB200 flavour to vary.
 """
@@ -70,17 +71,19 @@ POWER_SHELF_MODEL = "AHE50V660A33KWL"
 # Where a power shelf's PMC takes an image (SHELF: POST .../UpdateService/update; NVFW
 # power_shelf_factory_flow_functions.py update_firmware: multipart UpdateFile to the same URI).
 POWER_SHELF_PUSH_URI = "/redfish/v1/UpdateService/update"
+# The shelf's HttpPushUriApplyTime at start, and the values it takes (SHELF, PSM).
+POWER_SHELF_APPLY_TIME, POWER_SHELF_APPLY_TIMES = "OnReset", ("Immediate", "OnReset")
+# The switch tray's ComputerSystem.Reset types (NSM); PowerCycle is its AC cycle (NVFW).
+SWITCH_TRAY_RESET_TYPES = ("On", "ForceOn", "ForceOff", "GracefulShutdown", "GracefulRestart",
+                           "ForceRestart", "PowerCycle")  # fmt: skip
 
 
 def member_flavours(gb200: Flavour) -> dict[str, Flavour]:
     """The rack members' flavours, as variations of the GB200 NVL flavour."""
-    device = dict(
-        # No aux power cycle on these BMCs and no host image to stage: see the module docstring
-        # for what the real switch tray and shelf need instead.
-        bmc_activation="now",
-        host_activation="host_reset",
-        lists_device_firmware=False,
-    )
+    # No aux power cycle on these BMCs: the shelf's images run when its HttpPushUriApplyTime
+    # says (update_service.py), the switch tray's at its AC cycle (see the module docstring).
+    device = dict(bmc_activation="now", host_activation="host_reset", lists_device_firmware=False)
+    cycled = dict(device, bmc_activation="power_cycle", host_activation="power_cycle")
     return {
         COMPUTE_TRAY: replace(gb200, name=COMPUTE_TRAY, member="compute_tray"),
         SWITCH_TRAY: replace(
@@ -97,7 +100,7 @@ def member_flavours(gb200: Flavour) -> dict[str, Flavour]:
                 ("FW_ERoT_BMC_0", "Software Inventory", "01.04.0008.0000_n04"),
             ),
             member="switch_tray",
-            **device,
+            **cycled,
         ),
         POWER_SHELF: replace(
             gb200,

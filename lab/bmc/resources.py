@@ -6,6 +6,7 @@ from typing import Any
 
 from ..node import LabNode
 from .flavours import Flavour
+from .member_flavours import SWITCH_TRAY_RESET_TYPES
 
 ROOT = "/redfish/v1"
 RESET_TYPES = ["On", "ForceOff", "GracefulShutdown", "ForceRestart", "GracefulRestart", "Nmi"]
@@ -118,13 +119,20 @@ def system(paths: Paths, node: LabNode) -> dict[str, Any]:
         "Actions": {
             "#ComputerSystem.Reset": {
                 "target": f.link(paths.reset),
-                "ResetType@Redfish.AllowableValues": RESET_TYPES,
+                "ResetType@Redfish.AllowableValues": reset_types(f),
             }
         },
         "Status": {"State": "Enabled", "Health": "OK"},
         **media_link(paths, "system"),
         **settings_link(paths),
     }
+
+
+def reset_types(flavour: Flavour) -> list[str]:
+    """The ResetType values the flavour's ComputerSystem.Reset takes."""
+    if flavour.member == "switch_tray":
+        return list(SWITCH_TRAY_RESET_TYPES)
+    return RESET_TYPES
 
 
 def boot(flavour: Flavour, node: LabNode, *, allowable: bool = True) -> dict[str, Any]:

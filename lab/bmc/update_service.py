@@ -18,6 +18,7 @@ from . import refusals
 from . import resources as r
 from . import update_documents as u
 from .answers import canonical, json_body, redfish_error
+from .member_flavours import POWER_SHELF_APPLY_TIME, POWER_SHELF_APPLY_TIMES
 
 if TYPE_CHECKING:
     from ..node import LabNode
@@ -41,6 +42,7 @@ class UpdateServiceHandlers:
         node: LabNode
         flavour: Flavour
         paths: r.Paths
+        push_apply_time: str
 
         def _add(self, path: str, **handlers: Handler) -> None: ...
         def _doc(self, body: dict[str, Any], status: int = 200) -> web.Response: ...
@@ -85,14 +87,15 @@ class UpdateServiceHandlers:
             if match[0].component != component:
                 return redfish_error(400, f"image {image_name} does not fit target {target}")
         f = self.flavour
+        activation = f.bmc_activation if component == "bmc" else f.host_activation
+        if self.push_apply_time == "OnReset":
+            # A shelf's PMC left at OnReset runs the image at its next reboot (member_flavours).
+            activation = "manager_reset"
         try:
             task = self.node.start_update(
-                component,
-                parsed["version"],
-                self._now(),
-                progress=f.update_progress,
-                activation=f.bmc_activation if component == "bmc" else f.host_activation,
-            )
+                component, parsed["version"], self._now(), progress=f.update_progress,
+                activation=activation,
+            )  # fmt: skip
         except JobQueueBusy as busy:
             return job_queue_busy(busy.message_id)
         faults = self.node.faults
@@ -158,7 +161,12 @@ class UpdateServiceHandlers:
     def _firmware_routes(self) -> None:
         """Register the update, inventory and task routes, and those that complete an update."""
         p, f = self.paths, self.flavour
-        self._add(p.update, GET=self._update_service)
+        # The shelf's HttpPushUriApplyTime, kept across the PMC's reboots; "" where not served.
+        self.push_apply_time = POWER_SHELF_APPLY_TIME if f.member == "power_shelf" else ""
+        if self.push_apply_time:
+            self._add(p.update, GET=self._update_service, PATCH=self._patch_update_service)
+        else:
+            self._add(p.update, GET=self._update_service)
         self._add(p.inventory, GET=self._inventory)
         self._add(p.inventory + "/{id}", GET=self._firmware_item)
         if f.simple_update:
@@ -203,9 +211,38 @@ class UpdateServiceHandlers:
 
     async def _update_service(self, request, match):
         body = u.update_service(self.paths)
+        if self.push_apply_time:
+            body["HttpPushUriOptions"] = {"HttpPushUriApplyTime": {
+                "ApplyTime": self.push_apply_time,
+                "ApplyTime@Redfish.AllowableValues": list(POWER_SHELF_APPLY_TIMES),
+            }}  # fmt: skip
         if self.flavour.update_progress == "hpe_flash":
             body["Oem"] = {"Hpe": u.hpe_update_state(self.node.flash_view(self._now()))}
         return self._doc(body)
+
+    async def _patch_update_service(self, request, match):
+        """A shelf's PMC takes HttpPushUriOptions.HttpPushUriApplyTime.ApplyTime (SHELF, PSM in
+        member_flavours.py) among its AllowableValues, and nothing else of its UpdateService."""
+        body = await json_body(request) or {}
+        options = body.get("HttpPushUriOptions")
+        timing = options.get("HttpPushUriApplyTime") if isinstance(options, dict) else None
+        value = timing.get("ApplyTime") if isinstance(timing, dict) else None
+        if body != {"HttpPushUriOptions": {"HttpPushUriApplyTime": {"ApplyTime": value}}}:
+            return refusals.error(
+                400, f"{refusals.BASE}.PropertyNotWritable",
+                "Only HttpPushUriOptions/HttpPushUriApplyTime/ApplyTime can be written here.",
+                MessageArgs=sorted(body),
+            )  # fmt: skip
+        if value not in POWER_SHELF_APPLY_TIMES:
+            return refusals.error(
+                400, f"{refusals.BASE}.PropertyValueNotInList",
+                f"The value '{value}' for the property ApplyTime is not in the list of "
+                "acceptable values.",
+                MessageArgs=[str(value), "ApplyTime"],
+                RelatedProperties=["#/HttpPushUriOptions/HttpPushUriApplyTime/ApplyTime"],
+            )  # fmt: skip
+        self.push_apply_time = value
+        return web.Response(status=204)
 
     async def _task_monitor(self, request, match):
         """bmcweb's task monitor: 202 and the Task while it runs, 204 once when it has ended,

@@ -4,6 +4,11 @@ Most platforms run it after a host reset (the caller's own reboot). Two do not: 
 GB200/GB300 tray keeps reporting the old version, the new one pending, until its aux power is
 cycled, and a Lenovo XCC runs a new BMC image only after a manager reset. Each rule is a row of
 the vendor quirk table (quirks.QUIRK_TABLE); `rule_for` is the one place that picks among them.
+An NVLink switch tray, a rack device, runs a new BMC or BIOS image only after its AC power
+cycle, ComputerSystem.Reset PowerCycle (NVIDIA/open-nvfwupd@bacc440e FactoryMode/
+TrayFlowFunctions/switch_factory_flow_functions.py; the tray's reset types in NVIDIA/
+bare-metal-manager-core crates/component-manager/proto/nvswitch-manager.proto): the node's
+enrolled kind says so, since no payload does.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ class Activation(enum.StrEnum):
     HOST_RESET = "host_reset"  # the caller reboots the host (every platform without a row)
     MANAGER_RESET = "manager_reset"  # Manager.Reset GracefulRestart (Lenovo XCC, its BMC)
     AUX_POWER_RESET = "aux_power_reset"  # NvidiaChassis.AuxPowerReset (GB200/GB300 trays)
+    POWER_CYCLE = "power_cycle"  # ComputerSystem.Reset PowerCycle (NVLink switch trays)
 
 
 # The GB200 NVL tray's chassis that offers the aux power cycle (capture nvidia-gb200,
@@ -32,10 +38,16 @@ AUX_POWER_CHASSIS = "/redfish/v1/Chassis/BMC_0"
 AUX_POWER_ACTION = "#NvidiaChassis.AuxPowerReset"
 AUX_POWER_RESET_TYPE = "AuxPowerCycleForce"
 MANAGER_RESET_TYPES = ("GracefulRestart", "ForceRestart")
+# The node kind (fleet's NodeKind value) whose images run after an AC power cycle.
+POWER_CYCLED_KIND = "switch_tray"
+POWER_CYCLE_RESET_TYPE = "PowerCycle"
 
 
-def rule_for(client: RedfishClient, kind: str) -> Activation:
-    """How `kind`'s (bmc, bios, hgx) new image is made to run on this BMC's platform."""
+def rule_for(client: RedfishClient, kind: str, node_kind: str = "") -> Activation:
+    """How `kind`'s (bmc, bios, hgx) new image is made to run on this BMC's platform, for a
+    node enrolled as `node_kind`."""
+    if node_kind == POWER_CYCLED_KIND:
+        return Activation.POWER_CYCLE
     if aux_power_target(client) is not None:
         return Activation.AUX_POWER_RESET
     if kind == "bmc" and quirks.vendor_of(client.root(), client.manufacturer()) == "lenovo":
@@ -54,6 +66,16 @@ def activate(client: RedfishClient, how: Activation) -> Staged | None:
             )
         answer = client.transport.request("POST", target, json={"ResetType": AUX_POWER_RESET_TYPE})
         return _staged(f"activate:{AUX_POWER_RESET_TYPE}", answer)
+    if how is Activation.POWER_CYCLE:
+        url = client.transport.absolute(client.system_path())
+        allowed = client.allowed_reset_types()
+        if POWER_CYCLE_RESET_TYPE not in allowed:
+            raise errors.ActionNotSupported(url, f"no PowerCycle among the allowed {allowed}")
+        target = (client.system()["Actions"]["#ComputerSystem.Reset"]).get("target")
+        if not target:
+            raise errors.ActionNotSupported(url, "the Reset action has no target")
+        body = {"ResetType": POWER_CYCLE_RESET_TYPE}
+        return _staged("activate:PowerCycle", client.transport.request("POST", target, json=body))
     if how is Activation.MANAGER_RESET:
         target, reset_type = _manager_reset(client)
         answer = client.transport.request("POST", target, json={"ResetType": reset_type})

@@ -4,7 +4,7 @@ SimpleUpdate's body follows what the BMC declares (SimpleUpdateActionInfo and th
 AllowableValues: TransferProtocol, Targets); multipart push's UpdateParameters follow the
 vendor (quirks.QUIRK_TABLE), since no BMC declares them. A SimpleUpdate the BMC refuses falls
 back to multipart push where it offers one; an image larger than MaxImageSizeBytes is refused
-before a byte is sent.
+before a byte is sent. A rack device's push is made to run at once (push_immediately).
 """
 
 from __future__ import annotations
@@ -141,6 +141,56 @@ def post_simple_update(
             raise
         retry = {**body, "TransferProtocol": urlsplit(str(body["ImageURI"])).scheme.upper()}
         return client.transport.request("POST", declared.target, json=retry)
+
+
+def push_immediately(client: RedfishClient) -> None:
+    """Make a pushed image run as soon as it is written where the BMC would hold it for its
+    own reset: PATCH HttpPushUriOptions.HttpPushUriApplyTime.ApplyTime (DMTF UpdateService)
+    from OnReset to Immediate where Immediate is allowed, then read it back.
+
+    For a rack device (power shelf, switch tray), whose image Greenlight makes run by no host
+    reset. A Delta power shelf's PMC starts at OnReset; NVIDIA's own tools PATCH it to
+    Immediate before every push (NVIDIA DGX GB200 firmware update guide, power shelf page;
+    NVIDIA/bare-metal-manager-rest powershelf-manager/pkg/redfish/client.go
+    SetHttpPushUriApplyTimeImmediate). Chosen over a manager reset after the push: the shelf's
+    image then runs the way a device's does, its BMC restarting itself (oob.OobFirmware
+    .activate), with no reset to record as sent, and the PATCH is idempotent, so a push retried
+    after a crash asks again harmlessly. Servers keep their setting, which their platform's
+    activation (activation.py) was written against (the GH200 and stock bmcweb captures read
+    OnReset). sushy 5.14 reads no HttpPushUriOptions.
+    """
+    path = client.link(client.root(), "UpdateService", url="/redfish/v1/")
+    service = client.get(path)
+    options = service.get("HttpPushUriOptions")
+    timing = options.get("HttpPushUriApplyTime") if isinstance(options, dict) else None
+    if not isinstance(timing, dict) or timing.get("ApplyTime") != "OnReset":
+        return
+    url = client.transport.absolute(path)
+    allowed = timing.get("ApplyTime@Redfish.AllowableValues")
+    if isinstance(allowed, list) and "Immediate" not in allowed:
+        raise errors.ConfigurationError(
+            url,
+            "this BMC applies a pushed image only at its next reset (HttpPushUriApplyTime "
+            f"OnReset) and allows no Immediate (it allows {', '.join(map(str, allowed))})",
+        )
+    body = {"HttpPushUriOptions": {"HttpPushUriApplyTime": {"ApplyTime": "Immediate"}}}
+    try:
+        client.patch(path, body)
+    except errors.RequestRejected as exc:
+        raise errors.ConfigurationError(
+            url,
+            "the BMC refused HttpPushUriApplyTime Immediate, without which a pushed image "
+            f"waits for its reset: {exc.reason}",
+            status=exc.status,
+            messages=exc.messages,
+        ) from exc
+    now = (client.get(path).get("HttpPushUriOptions") or {}).get("HttpPushUriApplyTime") or {}
+    if now.get("ApplyTime") != "Immediate":
+        raise errors.ConfigurationError(
+            url,
+            "the BMC accepted HttpPushUriApplyTime Immediate but reads back "
+            f"{now.get('ApplyTime')!r}: a pushed image would wait for its reset",
+        )
 
 
 def multipart_parameters(client: RedfishClient, kind: str, targets: list[str]) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 its BMC runs it: a device has no host of Greenlight's to reboot and no agent to wait for.
 
 Against a lab switch tray's BMC, with the lab clock stopped: its task monitor gives the one 204
-an OpenBMC gives for a finished task, which reads "done, activate it"; the phase verifies the
-inventory instead of rebooting the tray into an ephemeral environment it does not have.
+an OpenBMC gives for a finished task, which reads "done, activate it"; the bundle runs only after
+the tray's AC cycle (ComputerSystem.Reset PowerCycle, lab/bmc/member_flavours.py), which the
+phase sends once, then verifies the inventory instead of rebooting the tray into an ephemeral
+environment it does not have.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from fleet.choices import NodeKind
 from fleet.models import Node
 from lab.hall import LabHall
 from lab.manifests import TARGET_FIRMWARE, device_manifest_yaml
-from provisioning.outcomes import Done
+from provisioning.outcomes import Done, Wait
 from provisioning.redfish.bmc import session_pool
 from tests.factories import make_manifest, make_rack, make_sku
 
-from .test_firmware_completion import _look, _pushed
+from .test_firmware_completion import BOOT, _look, _pushed
 
 
 @pytest.fixture
@@ -31,7 +33,7 @@ def switch():
 
 
 @pytest.mark.django_db
-def test_a_switch_trays_bundle_is_verified_not_rebooted_into(switch):
+def test_a_switch_trays_bundle_is_power_cycled_once_then_verified(switch):
     make_sku("lab-switch")
     manifest = make_manifest(device_manifest_yaml("nvl_switch", "lab-switch", "http://files.test"))
     bmc = switch.bmcs[0]
@@ -40,12 +42,14 @@ def test_a_switch_trays_bundle_is_verified_not_rebooted_into(switch):
         kind=NodeKind.SWITCH_TRAY, rack=make_rack("R-SW"), position=1, member_index=1
     )
     ctx.node.refresh_from_db()
-    boots, writes = bmc.node.boot_count, len(bmc.node.writes)
-    switch.advance(300)  # the bundle is written and the BMC runs it
+    writes = len(bmc.node.writes)
+    switch.advance(300)  # the bundle is written: pending until the tray's AC cycle
+    assert isinstance(_look(ctx), Wait)
+    switch.advance(BOOT * 2)  # the tray off, then back on with its new bundle
     outcome = _look(ctx)
     assert isinstance(outcome, Done), outcome
     assert outcome.changes == [
         {"component": "bmc", "from": "88.0002.0900", "to": TARGET_FIRMWARE["nvl_switch"]["bmc"]}
     ]
-    # No boot override, no reset: nothing was written to the BMC after the update.
-    assert (bmc.node.boot_count, len(bmc.node.writes)) == (boots, writes)
+    # No boot override: the one write after the update was the AC cycle.
+    assert [w.rsplit("/", 1)[-1] for w in bmc.node.writes[writes:]] == ["ComputerSystem.Reset"]

@@ -20,7 +20,7 @@ from ...boot.credentials import arm_for_boot
 from ...choices import ACTIVE_RUN_STATUSES, Stage
 from ...models import PhaseRecord
 from ...outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
-from ...redfish import PowerAction, PowerState, activation, update_tracking
+from ...redfish import PowerAction, PowerState, activation, firmware_update, update_tracking
 from ...redfish.activation import Activation
 from ...redfish.errors import ActionNotSupported, BmcBusy, BmcUnreachable, ResourceMissing
 from ...redfish.update_tracking import Progress
@@ -39,6 +39,8 @@ TASK_LOOK_MIN_S = 15.0
 TASK_LOOK_MAX_S = 300.0
 # A look at a BMC restarting after an aux power cycle or a manager reset.
 ACTIVATION_LOOK_S = 60.0
+# Node seconds a switch tray may take from its AC power cycle to its new images reported.
+POWER_CYCLE_LIMIT_S = 1200.0
 POWER_ON_RETRIES = 3
 
 
@@ -246,6 +248,10 @@ class OobFirmware(Phase):
         # iDRAC: a leftover job (a BIOS configuration job, a failed update) would refuse the new
         # one (LC068, RAC0679); clearing the queue first makes every retry start clean.
         update_tracking.clear_job_queue(ctx.bmc())
+        if ctx.node.kind in DEVICE_KINDS:
+            # A device's image must run with no host reset of Greenlight's: a shelf's PMC left
+            # at HttpPushUriApplyTime OnReset is asked for Immediate first, as NVIDIA's tools do.
+            firmware_update.push_immediately(ctx.bmc())
         # The intent is saved before the BMC is asked, with the tasks the BMC lists now. A BMC
         # that accepted the update shows a new task, while the component's version only changes
         # at the next reset: if the worker dies (or the answer is lost) between the BMC accepting
@@ -330,7 +336,9 @@ class OobFirmware(Phase):
     def activate(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
         """Make the written image run, by the platform's rule (redfish.activation)."""
         bmc = ctx.bmc()
-        how = activation.rule_for(bmc, self.kind)
+        how = activation.rule_for(bmc, self.kind, ctx.node.kind)
+        if how is Activation.POWER_CYCLE and self.at_target(ctx):
+            return self.verify(ctx, target)  # already running: no AC cycle to send
         if how is Activation.HOST_RESET and ctx.node.kind in DEVICE_KINDS:
             # A switch tray's or power shelf's bundle (BMC, CPLD, NVOS) runs once its BMC has
             # restarted itself: there is no host of Greenlight's to reboot and no agent to await.
@@ -340,23 +348,32 @@ class OobFirmware(Phase):
         if how is Activation.HOST_RESET:
             # The new image takes effect at the next reset, which brings the agent back.
             return boot_ephemeral(ctx, Stage.REBOOTING)
-        # Saved first: a worker dying after the BMC restarts must not activate twice.
+        # Saved first: a worker dying after the BMC restarts (or a switch tray's AC cycle) must
+        # not activate twice; ACTIVATING only ever looks.
         ctx.set_stage(Stage.ACTIVATING)
         activation.activate(bmc, how)
         return Wait(ACTIVATION_LOOK_S, f"activating {self.kind} {target['version']} ({how})")
 
     def activated(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
         """After an aux power cycle or a manager reset: once the BMC answers, boot the host
-        (an aux power cycle leaves it off) or, after a manager reset, verify."""
+        (an aux power cycle leaves it off) or, after a manager reset, verify. After a switch
+        tray's AC cycle: verify once the tray is back on with its new images (or time is up)."""
         bmc = ctx.bmc()
         try:
             power = bmc.power_state()
-            how = activation.rule_for(bmc, self.kind)
+            how = activation.rule_for(bmc, self.kind, ctx.node.kind)
+            back = how is not Activation.POWER_CYCLE or (
+                power == PowerState.ON and self.at_target(ctx)
+            )
         except (BmcUnreachable, BmcBusy):
             return Wait(ACTIVATION_LOOK_S, f"waiting for the BMC to restart ({self.kind})")
         if power == PowerState.UNKNOWN:
             return Wait(ACTIVATION_LOOK_S, f"waiting for the BMC to restart ({self.kind})")
-        if how is Activation.MANAGER_RESET:
+        if not back and ctx.stage_elapsed() < POWER_CYCLE_LIMIT_S:
+            # The BMC may answer for a moment before the AC drops, and again before it lists
+            # the new images: only the tray back on with them ends the wait.
+            return Wait(ACTIVATION_LOOK_S, f"waiting for the switch tray's AC cycle ({self.kind})")
+        if how in (Activation.MANAGER_RESET, Activation.POWER_CYCLE):
             return self.verify(ctx, target)
         return boot_ephemeral(ctx, Stage.REBOOTING)
 
