@@ -207,6 +207,9 @@ class AgentSession(models.Model):
     # Each poll tells the agent when to ask again; an agent not heard from by this time is gone.
     expected_by = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Not stored: the interval a check-in told its agent (sessions.check_in), worked out before
+    # its commit so that the answer needs no read after it.
+    poll_s: float = 0.0
 
     class Meta:
         ordering = ["-created_at"]
