@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,7 +49,7 @@ def show(env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-def _write_conf(tmp_path: Path) -> Path:
+def _write_conf(tmp_path: Path, spool: Path) -> Path:
     conf = tmp_path / "slurm.conf"
     conf.write_text(
         "\n".join(
@@ -62,7 +63,7 @@ def _write_conf(tmp_path: Path) -> Path:
                 "SlurmUser=root",
                 "SlurmdUser=root",
                 f"StateSaveLocation={tmp_path}/state",
-                f"SlurmdSpoolDir={tmp_path}/spool",
+                f"SlurmdSpoolDir={spool}",
                 f"SlurmctldPidFile={tmp_path}/slurmctld.pid",
                 f"SlurmdPidFile={tmp_path}/slurmd.pid",
                 f"SlurmctldLogFile={tmp_path}/slurmctld.log",
@@ -109,12 +110,12 @@ START_ATTEMPTS = 3
 START_TIMEOUT_S = 90.0
 
 
-def _start(base: Path) -> tuple[Path, list[subprocess.Popen], str]:
-    """Start both daemons on fresh ports under `base`; (conf, daemons, "" once the node is
-    idle, else why not: a daemon died, or the time ran out)."""
-    for sub in ("state", "spool"):
-        (base / sub).mkdir(parents=True)
-    conf = _write_conf(base)
+def _start(base: Path, spool: Path) -> tuple[Path, list[subprocess.Popen], str]:
+    """Start both daemons on fresh ports, writing under `base` and `spool`; (conf, daemons, ""
+    once the node is idle, else why not: a daemon died, or the time ran out)."""
+    (base / "state").mkdir(parents=True)
+    spool.mkdir()
+    conf = _write_conf(base, spool)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     daemons = [
         subprocess.Popen(["slurmctld", "-D", "-i", "-f", str(conf)], env=env),
@@ -136,17 +137,21 @@ def _start(base: Path) -> tuple[Path, list[subprocess.Popen], str]:
 @contextmanager
 def one_node_slurm(tmp_path: Path, monkeypatch) -> Iterator[str]:
     """A one-node Slurm cluster on loopback; yields the node's name."""
-    for attempt in range(1, START_ATTEMPTS + 1):
-        conf, daemons, why = _start(tmp_path / f"slurm-{attempt}")
-        if not why:
-            break
-        _stop(daemons)
-        if attempt == START_ATTEMPTS:
-            raise AssertionError(f"timed out waiting for the Slurm node to be idle; {why}")
-    monkeypatch.setenv("SLURM_CONF", str(conf))
-    try:
-        yield NODE
-    finally:
-        env = {**os.environ, "SLURM_CONF": str(conf)}
-        subprocess.run(["scancel", "--full", "--partition=debug"], env=env, capture_output=True)
-        _stop(daemons)
+    # slurmstepd makes a Unix socket in the spool directory, named after the node, job and step
+    # (gl-node-1_1.4294967291): under pytest's deep temporary paths it passed the 108 bytes a
+    # socket path may have, and every job failed to start. The spool lives in a short one.
+    with tempfile.TemporaryDirectory(prefix="gl-slurm-") as spools:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            conf, daemons, why = _start(tmp_path / f"slurm-{attempt}", Path(spools) / str(attempt))
+            if not why:
+                break
+            _stop(daemons)
+            if attempt == START_ATTEMPTS:
+                raise AssertionError(f"timed out waiting for the Slurm node to be idle; {why}")
+        monkeypatch.setenv("SLURM_CONF", str(conf))
+        try:
+            yield NODE
+        finally:
+            env = {**os.environ, "SLURM_CONF": str(conf)}
+            subprocess.run(["scancel", "--full", "--partition=debug"], env=env, capture_output=True)
+            _stop(daemons)
