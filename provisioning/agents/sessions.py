@@ -358,7 +358,6 @@ def interval_after_result(command: AgentCommand) -> float:
 # What the poll interval follows from: EXISTS on the node's rows, and when it last did
 # something a next command follows (its boot checked in, a command finished), if recently.
 INTERVAL_FACTS = (
-    "run_active",
     "run_phase",
     "rack_run_open",
     "command_running",
@@ -375,7 +374,7 @@ def _interval_facts(node: OuterRef) -> dict[str, Exists | Subquery]:
     finished = commands.filter(finished_at__gte=recent)
     runs = Run.objects.filter(node_id=node, status__in=ACTIVE_RUN_STATUSES).order_by()
     return {
-        "run_active": Exists(runs),
+        # The active run's phase ("" before its first): None, no active run.
         "run_phase": Subquery(runs.values("current_phase")[:1]),
         # A rack member while its rack's rack run is open: after the members' own runs ended,
         # the rack-wide gate asks each compute tray for its reports (provisioning.rack).
@@ -392,7 +391,7 @@ def _interval_facts(node: OuterRef) -> dict[str, Exists | Subquery]:
 
 def _interval(facts: dict[str, Any], *, sent_now: bool = False) -> float:
     """The interval the facts call for; `sent_now` when this poll just sent a command."""
-    if not (facts.get("run_active") or facts.get("rack_run_open")):
+    if facts.get("run_phase") is None and not facts.get("rack_run_open"):
         return settings.GREENLIGHT_AGENT_IDLE_POLL_S
     if facts.get("command_running") or sent_now:
         return settings.GREENLIGHT_AGENT_IDLE_POLL_S

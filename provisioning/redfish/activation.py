@@ -16,6 +16,8 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Any
 
+from fleet.choices import NodeKind
+
 from . import errors, quirks
 from .models import Staged
 
@@ -38,8 +40,8 @@ AUX_POWER_CHASSIS = "/redfish/v1/Chassis/BMC_0"
 AUX_POWER_ACTION = "#NvidiaChassis.AuxPowerReset"
 AUX_POWER_RESET_TYPE = "AuxPowerCycleForce"
 MANAGER_RESET_TYPES = ("GracefulRestart", "ForceRestart")
-# The node kind (fleet's NodeKind value) whose images run after an AC power cycle.
-POWER_CYCLED_KIND = "switch_tray"
+# The node kind whose images run after an AC power cycle.
+POWER_CYCLED_KIND = NodeKind.SWITCH_TRAY
 POWER_CYCLE_RESET_TYPE = "PowerCycle"
 
 
