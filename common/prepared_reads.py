@@ -7,10 +7,13 @@ builds its queryset once, with placeholder arguments, keeps the compiled SQL and
 recipe for turning rows into instances (select_related ones included), and then only swaps the
 arguments in. What it returns is what the queryset would have returned.
 
-Arguments must be integers (ids, step numbers): each placeholder is found in the compiled
-parameters by its value, so it has to reach them unchanged.
+Arguments are integers (ids, step numbers), strings (a token's hash) or aware datetimes (a
+window's start): each placeholder is found in the compiled parameters by its value, so it has to
+reach them unchanged (a datetime as the database's adaptation of it). Annotations come back as
+the queryset's do, as attributes of each instance.
 
-It reads compiler internals (klass_info, get_related_populators, apply_converters):
+It reads compiler internals (klass_info, annotation_col_map, get_related_populators,
+apply_converters):
 tests/test_private_api_tripwires.py fails on any Django upgrade, so that the upgrade re-reads
 them; tests/provisioning/test_prepared_reads.py compares every result with the ORM's.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from django.db import connections
@@ -31,6 +35,26 @@ M = TypeVar("M", bound=Model)
 # Placeholders must be told apart from the query's own parameters, and stay in the range of the
 # smallest positive integer column (Django compiles an out-of-range lookup to "matches nothing").
 PLACEHOLDER_BASE = 2_147_480_001
+STRING_PLACEHOLDER = "greenlight-prepared-read-argument-{}"
+# A moment no real argument names, one microsecond apart per argument.
+DATETIME_PLACEHOLDER = datetime(1907, 3, 5, 7, 11, 13, tzinfo=UTC)
+ARGUMENT_KINDS = (int, str, datetime)
+
+
+def _kind(arg: Any) -> type:
+    if isinstance(arg, bool) or not isinstance(arg, ARGUMENT_KINDS):
+        raise TypeError(f"a PreparedRead takes integer, string or datetime arguments, not {arg!r}")
+    if isinstance(arg, datetime) and arg.tzinfo is None:
+        raise TypeError(f"a PreparedRead takes aware datetimes, not {arg!r}")
+    return next(kind for kind in ARGUMENT_KINDS if isinstance(arg, kind))
+
+
+def _placeholder(kind: type, index: int) -> Any:
+    if kind is int:
+        return PLACEHOLDER_BASE + index
+    if kind is str:
+        return STRING_PLACEHOLDER.format(index)
+    return DATETIME_PLACEHOLDER.replace(microsecond=index)
 
 
 @dataclass
@@ -38,7 +62,8 @@ class _Compiled:
     db: str
     sql: str
     params: list[Any]
-    slots: list[tuple[int, int]]  # (position in params, index of the argument that goes there)
+    # (position in params, index of the argument that goes there, how the database adapts it)
+    slots: list[tuple[int, int, Callable[[Any], Any]]]
     compiler: Any
     model: type[Model]
     start: int
@@ -46,6 +71,7 @@ class _Compiled:
     init_list: list[str]
     populators: list[Any]
     converters: dict
+    annotations: dict[str, int]  # attribute name -> position in the row
 
 
 class PreparedRead(Generic[M]):
@@ -55,15 +81,12 @@ class PreparedRead(Generic[M]):
         self.build = build
         self._local = threading.local()
 
-    def all(self, *args: int) -> list[M]:
+    def all(self, *args: int | str | datetime) -> list[M]:
         """The instances the queryset built from `args` would give."""
-        for arg in args:
-            if not isinstance(arg, int) or isinstance(arg, bool):
-                raise TypeError(f"a PreparedRead takes integer arguments, not {arg!r}")
-        compiled = self._compiled(len(args))
+        compiled = self._compiled(tuple(_kind(arg) for arg in args))
         params = list(compiled.params)
-        for position, index in compiled.slots:
-            params[position] = args[index]
+        for position, index, adapt in compiled.slots:
+            params[position] = adapt(args[index])
         db = compiled.db
         with connections[db].cursor() as cursor:
             cursor.execute(compiled.sql, params)
@@ -75,36 +98,35 @@ class PreparedRead(Generic[M]):
             obj = compiled.model.from_db(db, compiled.init_list, row[compiled.start : compiled.end])
             for populator in compiled.populators:
                 populator.populate(row, obj)
+            for name, position in compiled.annotations.items():
+                setattr(obj, name, row[position])
             out.append(obj)
         return out
 
-    def first(self, *args: int) -> M | None:
+    def first(self, *args: int | str | datetime) -> M | None:
         """The first instance, or None (build the queryset with a slice: no LIMIT is added)."""
         found = self.all(*args)
         return found[0] if found else None
 
-    def _compiled(self, arity: int) -> _Compiled:
-        compiled = getattr(self._local, "compiled", None)
+    def _compiled(self, kinds: tuple[type, ...]) -> _Compiled:
+        compiled = getattr(self._local, "compiled", {}).get(kinds)
         # What was compiled belongs to this thread's connection object: a new one, a new compile.
         if compiled is None or connections[compiled.db] is not compiled.compiler.connection:
-            compiled = self._local.compiled = self._compile(arity)
+            compiled = self._compile(kinds)
+            self._local.compiled = {**getattr(self._local, "compiled", {}), kinds: compiled}
         return compiled
 
-    def _compile(self, arity: int) -> _Compiled:
-        placeholders = [PLACEHOLDER_BASE + i for i in range(arity)]
+    def _compile(self, kinds: tuple[type, ...]) -> _Compiled:
+        placeholders = [_placeholder(kind, i) for i, kind in enumerate(kinds)]
         queryset = self.build(*placeholders)
         if queryset._iterable_class is not ModelIterable or queryset._prefetch_related_lookups:
             raise ValueError("a PreparedRead reads plain model instances, without prefetches")
-        if queryset._known_related_objects or queryset.query.annotation_select:
-            raise ValueError("a PreparedRead reads no related managers' or annotated querysets")
+        if queryset._known_related_objects:
+            raise ValueError("a PreparedRead reads no related managers' querysets")
         compiler = queryset.query.get_compiler(using=queryset.db)
         sql, params = compiler.as_sql()
-        slots = [
-            (position, placeholders.index(value))
-            for position, value in enumerate(params)
-            if isinstance(value, int) and value in placeholders
-        ]
-        missing = set(range(arity)) - {index for _, index in slots}
+        slots = self._slots(params, placeholders, compiler.connection)
+        missing = set(range(len(kinds))) - {index for _, index, _ in slots}
         if missing:
             raise ValueError(f"arguments {sorted(missing)} did not reach the compiled query")
         select, klass_info = compiler.select, compiler.klass_info
@@ -122,4 +144,27 @@ class PreparedRead(Generic[M]):
             init_list=[f[0].target.attname for f in select[start:end]],
             populators=get_related_populators(klass_info, select, queryset.db),
             converters=compiler.get_converters([s[0] for s in select[: compiler.col_count]]),
+            annotations=dict(compiler.annotation_col_map or {}),
         )
+
+    @staticmethod
+    def _slots(params, placeholders: list[Any], connection) -> list[tuple[int, int, Callable]]:
+        """Where each placeholder reached the compiled parameters, and how it was adapted there
+        (a datetime is the backend's adaptation of it: a string on SQLite)."""
+        found = []
+        for position, value in enumerate(params):
+            for index, placeholder in enumerate(placeholders):
+                if isinstance(placeholder, datetime):
+                    adapt = connection.ops.adapt_datetimefield_value
+                    if value == placeholder or value == adapt(placeholder):
+                        found.append((position, index, adapt if value != placeholder else _same))
+                        break
+                # isinstance: PostgreSQL's compiler may wrap an integer (psycopg's Int4).
+                elif isinstance(value, type(placeholder)) and value == placeholder:
+                    found.append((position, index, _same))
+                    break
+        return found
+
+
+def _same(value: Any) -> Any:
+    return value

@@ -15,6 +15,7 @@ from importlib.metadata import version
 
 import channels.consumer
 import channels_redis.core
+from django.db.models import F
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
 from kombu.transport import redis as kombu_redis
@@ -82,3 +83,7 @@ def test_django_still_has_the_compiler_parts_prepared_reads_use(node):
     compiler.as_sql()
     assert {"model", "select_fields", "related_klass_infos"} <= set(compiler.klass_info)
     assert isinstance(compiler.col_count, int) and compiler.select
+    annotated = Node.objects.annotate(doubled=F("pk") * 2).filter(pk=node.pk)
+    compiler = annotated.query.get_compiler(annotated.db)
+    compiler.as_sql()
+    assert compiler.annotation_col_map == {"doubled": compiler.col_count - 1}

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import threading
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from common.prepared_reads import PreparedRead
 from fleet.models import Node
+from provisioning.agents.sessions import INTERVAL_FACTS, POLL_SESSION
 from provisioning.choices import PhaseStatus
 from provisioning.core.engine import NEXT_RECORD, RUN_FOR_STEP
 from provisioning.core.runs import start_run
-from provisioning.models import AgentCommand, PhaseRecord, Run
+from provisioning.models import AgentCommand, AgentSession, PhaseRecord, Run
 from tests import factories
 
 
@@ -86,25 +89,55 @@ def test_each_thread_compiles_against_its_own_connection(node, manifest):
 
 
 @pytest.mark.django_db
-def test_arguments_must_be_integers_that_reach_the_query(node):
-    with pytest.raises(TypeError, match="integer"):
-        RUN_FOR_STEP.first("1", 2)
+def test_arguments_must_be_integers_strings_or_aware_datetimes_that_reach_the_query(node):
+    for wrong in (1.0, True, None, [1], datetime(2026, 1, 1)):
+        with pytest.raises(TypeError, match="integer, string or datetime|aware"):
+            RUN_FOR_STEP.first(wrong, 2)
     ignores_its_argument = PreparedRead(lambda run_id: Run.objects.all()[:1])
     with pytest.raises(ValueError, match="did not reach"):
         ignores_its_argument.first(1)
-    annotated = PreparedRead(lambda run_id: Run.objects.filter(pk=run_id).values("pk"))
+    values = PreparedRead(lambda run_id: Run.objects.filter(pk=run_id).values("pk"))
     with pytest.raises(ValueError, match="plain model instances"):
-        annotated.first(1)
+        values.first(1)
+
+
+@pytest.mark.django_db
+def test_a_poll_s_session_is_the_orm_s_with_its_annotations_from_a_read_compiled_once(
+    node, manifest, django_assert_num_queries
+):
+    """The poll's read takes a string (the token's hash) and a datetime (the window of recent
+    activity), and gives the annotations the ORM would; the queryset is built once a thread."""
+    start_run(node)
+    now = timezone.now()
+    older = AgentSession.objects.create(
+        node=node, boot_id="b1", environment="ephemeral", token_hash="h1",
+        created_at=now - timedelta(minutes=30),
+    )  # fmt: skip
+    newer = AgentSession.objects.create(
+        node=node, boot_id="b2", environment="ephemeral", token_hash="h2", created_at=now
+    )
+    AgentCommand.objects.create(node=node, session=newer, phase="x", kind="x", status="sent")
+    built = []
+    read = PreparedRead(lambda h, since: built.append(h) or POLL_SESSION.build(h, since))
+    for session in (older, newer):
+        for since in (now - timedelta(minutes=5), now - timedelta(hours=1)):
+            expected = POLL_SESSION.build(session.token_hash, since).get()
+            with django_assert_num_queries(1):
+                got = read.first(session.token_hash, since)
+            assert field_values(got) == field_values(expected)
+            assert field_values(got.node) == field_values(expected.node)
+            for name in ("has_open_commands", *INTERVAL_FACTS):
+                assert getattr(got, name) == getattr(expected, name), name
+    assert len(built) == 1
+    assert read.first("no-such-hash", now) is None
+    # The window reached the query: the newer boot is recent in the one and not the other.
+    assert read.first("h2", now - timedelta(minutes=5)).boot_at is not None
+    assert read.first("h2", now + timedelta(minutes=5)).boot_at is None
 
 
 @pytest.mark.django_db
 def test_the_live_session_is_the_newest_unrevoked_one_of_the_environment(node):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     from provisioning.agents.link import live_session
-    from provisioning.models import AgentSession
 
     def session(boot: str, environment: str, minutes_ago: int, revoked=False, of=node):
         at = timezone.now() - timedelta(minutes=minutes_ago)
