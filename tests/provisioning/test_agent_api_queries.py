@@ -141,6 +141,10 @@ def test_reports_out_of_order_are_refused_as_before(client, checked_in, node):
     run, session, token, command = checked_in
     unknown = _report(client, token, command.pk + 100)
     assert unknown.status_code == 403 and "unknown command" in unknown.json()["error"]
+    # An id past any database integer is an unknown command too, not a server error.
+    for past in (2**63, 10**30):
+        answer = _report(client, token, past)
+        assert answer.status_code == 403 and "unknown command" in answer.json()["error"]
     # A command of an older boot of the same node: the new boot's token may not close it.
     AgentSession.objects.filter(pk=session.pk).update(boot_id="old")
     older = AgentSession.objects.create(
