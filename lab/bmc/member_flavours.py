@@ -29,7 +29,11 @@ Sources, cited beside each value below (commits are the snapshots read):
   and PowerCycle as the tray's reset types). The lab's tray keeps every written BMC or BIOS
   image pending (the old version reported) until that PowerCycle (activation "power_cycle"),
   and offers NSM's reset types; which push URI the switch BMC offers is not public (SWBMC names
-  an "Update Firmware" API without its URI), so the GB200 tray's multipart push stays.
+  an "Update Firmware" API without its URI), so the GB200 tray's multipart push stays. Its
+  BMC lists the tray's first NVSwitch as Chassis MGX_NVSwitch_0, the id by which NVIDIA's
+  infra controller tells a switch from other BMCs (NSM's repository, crates/site-explorer/src/
+  redfish.rs is_switch; crates/bmc-mock/src/hw/nvidia_switch_nd5200_ld.rs serves it with Model
+  N5200_LD and the switch's serial): the lab's one chassis is that one, with the tray's model.
 - "power_shelf": a Delta power shelf's power management controller (PMC). It takes an image by
   an HTTP push to /redfish/v1/UpdateService/update (SHELF's curl; NVFW posts it as multipart
   UpdateFile there), not at the compute tray's update-multipart; its UpdateService's
@@ -43,9 +47,10 @@ Sources, cited beside each value below (commits are the snapshots read):
   the sources name. Power: PSM posts Chassis.ForceOff/Chassis.On and Manager.Reset
   (GracefulRestart, ForceRestart) to a LiteOn PMC; the lab's shelf answers the GB200 tray's
   resets. What a shelf refuses is not public. Its chassis reports whether the shelf's output is
-  on (PowerState) and healthy; a tripped shelf reads Off, Critical. The PMC's own running image
-  is listed as FW_PMC_primary on a real Delta shelf (SHELF); the lab keeps FW_BMC_0 for it, the
-  id Greenlight's inventory naming (provisioning/redfish/naming.py) knows.
+  on (PowerState) and healthy; a tripped shelf reads Off, Critical. The PMC lists its firmware
+  as nvfwupd shows a Delta shelf's (SHELF, "Example 1: Delta PowerShelf"): the running image as
+  FW_PMC_primary (the version a PMC update changes), its backup partition as FW_PMC_alt, its
+  ERoT and six PSUs.
 
 This module reads no other lab module: flavours.py hands it the GB200 flavour to vary.
 """
@@ -66,8 +71,11 @@ MEMBER_KIND = {
     POWER_SHELF: "power_shelf",
 }
 SWITCH_TRAY_MODEL = "N5110_LD"  # NVOS `nv show platform`; NVFW show_version "System Model"
+SWITCH_TRAY_CHASSIS = "MGX_NVSwitch_0"
 # The Delta shelf's model as nvfwupd prints it (SHELF, "Example 1: Delta PowerShelf").
 POWER_SHELF_MODEL = "AHE50V660A33KWL"
+# The PMC's running image and its backup partition, as nvfwupd lists a Delta shelf (SHELF).
+POWER_SHELF_PMC_ID, POWER_SHELF_PMC_BACKUP_ID = "FW_PMC_primary", "FW_PMC_alt"
 # Where a power shelf's PMC takes an image (SHELF: POST .../UpdateService/update; NVFW
 # power_shelf_factory_flow_functions.py update_firmware: multipart UpdateFile to the same URI).
 POWER_SHELF_PUSH_URI = "/redfish/v1/UpdateService/update"
@@ -92,6 +100,10 @@ def member_flavours(gb200: Flavour) -> dict[str, Flavour]:
             model=SWITCH_TRAY_MODEL,
             manager_model="NVLink Switch Tray BMC",
             serial_prefix="MT24",  # NVFW show_version: "Serial number: MT2438X01107"
+            # The chassis NVIDIA's infra controller knows a switch tray by (NSM's repository:
+            # crates/site-explorer/src/redfish.rs is_switch; its N5200_LD mock serves it with
+            # the switch's model). The lab serves one chassis, the system's.
+            chassis_id=SWITCH_TRAY_CHASSIS,
             extra_firmware=(
                 # SWBMC's FirmwareInventory example lists CPLD_0 first; the BMC's ERoT rides in
                 # its bundle (NVFW: nvfw_GB200-P4978_0004 is BMC, EROT, FPGA). Versions as
@@ -111,10 +123,13 @@ def member_flavours(gb200: Flavour) -> dict[str, Flavour]:
             manager_id="PMC_0",  # SHELF: GET /redfish/v1/Managers/PMC_0 for the part number
             serial_prefix="THAS",  # SHELF: "Serial number: THASQ25220015"
             multipart_path=POWER_SHELF_PUSH_URI,
+            # The PMC's running image under the id a Delta shelf gives it (SHELF); the bios
+            # entry stays the GB200 BMC's, which no shelf phase reads.
+            inventory_ids={**gb200.inventory_ids, "bmc": POWER_SHELF_PMC_ID},
             extra_firmware=(
                 # As nvfwupd lists a Delta shelf (SHELF): the PMC's other partition, its ERoT
                 # and its six PSUs (a shelf holds 6 PSUs of 5.5 kW: BCM's power shelf chapter).
-                ("FW_PMC_alt", "Software Inventory", "3.2.4"),
+                (POWER_SHELF_PMC_BACKUP_ID, "Software Inventory", "3.2.4"),
                 ("FW_ERoT_BMC_0", "Software Inventory", "1203"),
                 *((f"FW_PSU_{n}", "Software Inventory", "01050105") for n in range(1, 7)),
             ),

@@ -3,7 +3,9 @@
 Redfish links most entries to what they belong to (RelatedItem) and says whether they run
 (Status.State); this table covers what it leaves open: ids that name a sub-component, copies
 that are not running (backup, staging, pending, golden, previous), and parts no managed phase
-updates. Each row names the firmware or capture it was seen on (tests/redfish/captures/).
+updates. Each row names the firmware or capture it was seen on (tests/redfish/captures/); a row
+of a device no capture here holds (a power shelf's PMC) names the public listing it comes from
+and carries the ids that listing shows (`listed`).
 
 A row matches the entry's Id (or its Name when the Id is opaque) with a regular expression,
 case-insensitive. The first matching row wins; an entry no row matches is left to the
@@ -37,6 +39,8 @@ class Row:
     # True: the entry is NVIDIA networking firmware whose major version names the device
     # (NVIDIA_FAMILIES), where nothing else says ConnectX or BlueField.
     by_family: bool = False
+    # The ids a public listing shows, for a row no capture kept here can match (a power shelf).
+    listed: tuple[str, ...] = ()
 
     def matches(self, entry_id: str, name: str) -> bool:
         text = entry_id if self.field == "Id" else name
@@ -54,6 +58,16 @@ GRACE = "NVIDIA GH200-24.05-2 and GB200Nvl-24.12-8 (nvidia-gh200, nvidia-gb200)"
 BF3 = "NVIDIA BlueField-3 BMC BF-24.10-10 (nvidia-bluefield3-bmc)"
 CRAY = "HPE Cray EX235n nC 1.6.19 (hpe-cray-ex235n)"
 AMI = "AMI MegaRAC 12.84.13, GIGABYTE H262-Z63 (ami-megarac-gigabyte)"
+# No capture of a power shelf is kept: NVIDIA's nvfwupd guide lists a Delta shelf's firmware
+# (docs.nvidia.com/multi-node-nvlink-systems/nvfupd-guide/examples/powershelf.html, "Example 1:
+# Delta PowerShelf", model AHE50V660A33KWL, PMC 3.2.4): FW_ERoT_BMC_0, FW_PMC_alt,
+# FW_PMC_primary, FW_PSU_1..6; after its "Delta PMC Update" FW_PMC_primary reads the new 3.2.3
+# and FW_PMC_alt keeps 3.2.4. NVIDIA's DGX GB200 firmware update guide (docs.nvidia.com/dgx/
+# dgxgb200-fw-update-guide/pwshelf-fw-update.html) names the two the PMC's "Primary and Backup
+# partitions" (Managers/PMC_0 Oem.deltaenergysystems.FlashSelector). Neither NVIDIA/open-nvfwupd
+# @bacc440e6c03c19d2bf358f6a0f0e062ae5bbd50 nor NVIDIA/bare-metal-manager-core
+# @7778162cf43764001b131a939fdea586d04b4eeb spells these ids (git grep of both snapshots).
+DELTA_PMC = "Delta power shelf PMC 3.2.4, AHE50V660A33KWL (nvfwupd guide, PowerShelf examples)"
 
 ROWS: tuple[Row, ...] = (
     # Copies that are not running, whatever they belong to.
@@ -63,6 +77,8 @@ ROWS: tuple[Row, ...] = (
     Row(r"^Redundant System ROM$", None, "unknown", HPE, field="Name", running=False),
     Row(r"^golden_image_", None, "unknown", BF3, running=False),
     Row(r"^Recovery$", None, "unknown", CRAY, running=False),
+    # The PMC's backup partition: nvfwupd's update leaves it at the old version.
+    Row(r"^FW_PMC_alt$", None, "unknown", DELTA_PMC, running=False, listed=("FW_PMC_alt",)),
     # The HGX tray behind its own management controller (HMC): every HGX_ id is a part of it.
     Row(r"^HGX_FW_BMC_\d+$", K.HGX, "hmc", HGX),
     Row(r"^HGX_FW_ERoT_", K.HGX, "erot", HGX),
@@ -80,6 +96,9 @@ ROWS: tuple[Row, ...] = (
     Row(r"^HostBIOS_\d+$", K.BIOS, "bios", DGX),
     Row(r"^(FW_)?E[Rr]o[Tt]_", None, "erot", "DGX H100 EROT_BMC_0/EROT_BIOS_0; GH200, GB200"),
     Row(r"^FW_BMC_\d+$", K.BMC, "bmc", GRACE),
+    # A power shelf's PMC is its management controller: the image the shelf's bmc target sets
+    # (fleet's power shelf plan updates "bmc" alone).
+    Row(r"^FW_PMC_primary$", K.BMC, "bmc", DELTA_PMC, listed=("FW_PMC_primary",)),
     Row(r"^(FW_)?CPLD", None, "cpld", "DGX H100 CPLDMB_0; GH200/GB200 FW_CPLD_0"),
     Row(r"^PCIeRetimer_|^PCIeSwitch_", None, "pcie_switch", DGX),
     Row(r"^PSU_\d+$", K.PSU, "psu", DGX),

@@ -138,12 +138,15 @@ def test_a_power_shelf_is_a_delta_pmc_listing_its_other_partition_and_six_psus(m
         managers = client.get("/redfish/v1/Managers")["Members"]
         assert [m["@odata.id"] for m in managers] == ["/redfish/v1/Managers/PMC_0"]
         assert client.chassis()["Model"] == POWER_SHELF_MODEL
-        ids = {e.id for e in client.firmware_entries()}
+        entries = {e.id: e for e in client.firmware_entries()}
         (bmc,) = [i for i in client.firmware_inventory() if i.kind == "bmc"]
-    assert {"FW_PMC_alt", "FW_ERoT_BMC_0"} <= ids
+    ids = set(entries)
+    assert {"FW_PMC_primary", "FW_PMC_alt", "FW_ERoT_BMC_0"} <= ids and "FW_BMC_0" not in ids
     assert {f"FW_PSU_{n}" for n in range(1, 7)} <= ids and "FW_PSU_0" not in ids
-    # The lab's stand-in for the PMC's running image is the one Greenlight manages.
-    assert bmc.id == "FW_BMC_0"
+    # The PMC's running image, under a real Delta shelf's id, is the one Greenlight manages;
+    # its backup partition runs nothing.
+    assert bmc.id == "FW_PMC_primary" and bmc.version == shelf.node.firmware["bmc"]
+    assert not entries["FW_PMC_alt"].running
 
 
 def test_a_switch_tray_lists_its_cpld_as_cpld_0_which_no_phase_manages(members):

@@ -26,6 +26,8 @@ def test_every_row_names_where_it_was_seen_and_matches_a_capture():
         row.pattern
         for row in naming.ROWS
         if not any(row.matches(entry_id, name) for _, entry_id, name in entries)
+        # A device no capture holds: the ids its public listing shows (a power shelf's PMC).
+        and not any(row.matches(entry_id, "") for entry_id in row.listed)
     ]
     assert unseen == []
     assert all(row.seen_on for row in naming.ROWS)
@@ -75,3 +77,15 @@ def test_vendor_oem_status_says_which_copy_runs():
     assert naming.oem_says_not_running({"Oem": {"Lenovo": {"FirmwareStatus": "Pending"}}})
     assert not naming.oem_says_not_running({"Oem": {"Lenovo": {"FirmwareStatus": "Active"}}})
     assert not naming.oem_says_not_running({"Oem": {"Hpe": {"DeviceClass": "x"}}})
+
+
+def test_a_delta_power_shelf_pmc_runs_its_primary_partition_as_its_bmc_image():
+    # As nvfwupd lists a Delta shelf (naming.DELTA_PMC): the primary is what a PMC update
+    # changes, the alt partition a backup copy that keeps the old version.
+    primary = naming.match("FW_PMC_primary", "Software Inventory")
+    assert (primary.kind, primary.part) == ("bmc", "bmc")
+    assert naming.not_running("FW_PMC_primary", "Software Inventory") is None
+    assert naming.not_running("FW_PMC_alt", "Software Inventory") is not None
+    assert naming.match("FW_PMC_alt", "Software Inventory") is None
+    # Only the ids the listing shows: another PMC partition stays the structure's to place.
+    assert naming.match("FW_PMC_primary_2", "Software Inventory") is None
