@@ -62,6 +62,41 @@ class FirmwarePush:
 
 
 @dataclass(frozen=True)
+class ActivationRequest:
+    """What an ACTIVATING stage asked the BMC for, and whether the BMC's answer came back.
+
+    `sent` is saved False with the stage, before the POST, and True once the POST returned: a
+    look that reads False knows the worker stopped in between and the BMC may never have been
+    asked. A record saved before this key existed reads as sent (the stage only ever waited).
+    `power_before` is the host's power as read just before; `resent`: the one second try made.
+    """
+
+    _KEYS = ("activation", "activation_sent", "activation_power_before", "activation_resent")
+
+    how: str = ""
+    sent: bool = True
+    power_before: str = ""
+    resent: bool = False
+
+    @classmethod
+    def of(cls, compared: Compared | None) -> ActivationRequest:
+        kept = compared or {}
+        return cls(
+            how=str(kept.get("activation", "")),
+            sent=bool(kept.get("activation_sent", True)),
+            power_before=str(kept.get("activation_power_before", "")),
+            resent=bool(kept.get("activation_resent", False)),
+        )
+
+    def into(self, compared: Compared | None) -> Compared:
+        kept = {k: v for k, v in (compared or {}).items() if k not in self._KEYS}
+        kept.update({"activation": self.how, "activation_sent": self.sent,
+                     "activation_power_before": self.power_before,
+                     "activation_resent": self.resent})  # fmt: skip
+        return kept
+
+
+@dataclass(frozen=True)
 class Flash:
     """One device an in-band update flashed, as the agent reported it."""
 

@@ -7,18 +7,21 @@ the vendor quirk table (quirks.QUIRK_TABLE); `rule_for` is the one place that pi
 An NVLink switch tray, a rack device, runs a new BMC or BIOS image only after its AC power
 cycle, ComputerSystem.Reset PowerCycle (NVIDIA/open-nvfwupd@bacc440e FactoryMode/
 TrayFlowFunctions/switch_factory_flow_functions.py; the tray's reset types in NVIDIA/
-bare-metal-manager-core crates/component-manager/proto/nvswitch-manager.proto): the node's
-enrolled kind says so, since no payload does.
+bare-metal-manager-core crates/component-manager/proto/nvswitch-manager.proto). Its BMC says
+what it is the way NVIDIA's own infra controller reads it, a Chassis MGX_NVSwitch_0 (its quirk
+row); a tray whose BMC lists no such chassis is still one when it was enrolled as one.
 """
 
 from __future__ import annotations
 
 import enum
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from fleet.choices import NodeKind
 
 from . import errors, quirks
+from .client import SERVICE_ROOT
 from .models import Staged
 
 if TYPE_CHECKING:
@@ -40,9 +43,15 @@ AUX_POWER_CHASSIS = "/redfish/v1/Chassis/BMC_0"
 AUX_POWER_ACTION = "#NvidiaChassis.AuxPowerReset"
 AUX_POWER_RESET_TYPE = "AuxPowerCycleForce"
 MANAGER_RESET_TYPES = ("GracefulRestart", "ForceRestart")
-# The node kind whose images run after an AC power cycle.
+# The node kind whose images run after an AC power cycle, where its BMC does not say it is one.
 POWER_CYCLED_KIND = NodeKind.SWITCH_TRAY
 POWER_CYCLE_RESET_TYPE = "PowerCycle"
+# The chassis an NVLink switch tray's BMC lists for its first NVSwitch: NVIDIA's infra controller
+# classes a BMC as a switch by it alone (NVIDIA/bare-metal-manager-core@7778162cf43764001b131a939
+# fdea586d04b4eeb crates/site-explorer/src/redfish.rs is_switch, crates/api-model/src/
+# site_explorer/mod.rs is_switch); its mock of an N5200_LD tray serves MGX_NVSwitch_0 and _1,
+# Model N5200_LD (crates/bmc-mock/src/hw/nvidia_switch_nd5200_ld.rs).
+NVLINK_SWITCH_CHASSIS = "MGX_NVSwitch_0"
 
 
 def rule_for(client: RedfishClient, kind: str, node_kind: str = "") -> Activation:
@@ -52,6 +61,8 @@ def rule_for(client: RedfishClient, kind: str, node_kind: str = "") -> Activatio
         return Activation.POWER_CYCLE
     if aux_power_target(client) is not None:
         return Activation.AUX_POWER_RESET
+    if is_nvlink_switch_tray(client):
+        return Activation.POWER_CYCLE
     if kind == "bmc" and quirks.vendor_of(client.root(), client.manufacturer()) == "lenovo":
         return Activation.MANAGER_RESET
     return Activation.HOST_RESET
@@ -83,6 +94,49 @@ def activate(client: RedfishClient, how: Activation) -> Staged | None:
         answer = client.transport.request("POST", target, json={"ResetType": reset_type})
         return _staged(f"activate:manager:{reset_type}", answer)
     return None
+
+
+def is_nvlink_switch_tray(client: RedfishClient) -> bool:
+    """Whether the BMC is an NVLink switch tray's: its Chassis collection lists
+    NVLINK_SWITCH_CHASSIS (the system's own Links.Chassis names another, BMC_eeprom)."""
+    root = client.root()
+    if "Chassis" not in root:
+        return False
+    collection = client.link(root, "Chassis", url=SERVICE_ROOT)
+    ids = {path.rstrip("/").rsplit("/", 1)[-1].lower() for path in client.members(collection)}
+    return NVLINK_SWITCH_CHASSIS.lower() in ids
+
+
+def sign_of_reset(client: RedfishClient, power_before: str, since: timedelta) -> str | None:
+    """What shows that the system or its BMC was reset within `since` (real time), or None.
+
+    Read where an activation's answer was lost: the host's power no longer what it was before
+    the request (an aux power cycle leaves it off, an AC cycle takes it down, a BMC that cannot
+    say is restarting), or the manager's LastResetTime (Manager v1_9_0) within `since` by its
+    own DateTime, one clock, so no skew against ours (nvidia-gb200 Managers/BMC_0 reports
+    both; a BMC that reports neither gives no sign this way). Raises BmcUnreachable or BmcBusy
+    where the BMC does not answer, itself a sign the caller reads.
+    """
+    power = client.power_state()
+    if power_before and power != power_before:
+        return f"its power reads {power}, {power_before} before"
+    manager = client.get(client.manager_path())
+    age = reset_age(manager)
+    if age is not None and age <= since:
+        return f"its manager's LastResetTime is {manager.get('LastResetTime')}"
+    return None
+
+
+def reset_age(manager: dict[str, Any]) -> timedelta | None:
+    """How long before the manager's own DateTime it was last reset, where it reports both."""
+    try:
+        now = datetime.fromisoformat(str(manager["DateTime"]))
+        reset = datetime.fromisoformat(str(manager["LastResetTime"]))
+    except (KeyError, ValueError):
+        return None
+    if now.tzinfo is None or reset.tzinfo is None or reset.year < 2000:
+        return None  # an unset clock (OpenBMC's 1970) says nothing about when it reset
+    return now - reset
 
 
 def aux_power_target(client: RedfishClient) -> str | None:

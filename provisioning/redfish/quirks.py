@@ -269,6 +269,16 @@ QUIRK_TABLE += [
         "Chassis/BMC_0 Actions.Oem",
     ),
     QuirkRow(
+        "nvidia",
+        "firmware activation",
+        'POST ComputerSystem.Reset {"ResetType": "PowerCycle"} (the tray\'s AC cycle) on an '
+        "NVLink switch tray, a BMC whose Chassis lists MGX_NVSwitch_0 (or a node enrolled as "
+        "a switch tray): until then its new BMC and BIOS images wait",
+        "NVIDIA/open-nvfwupd@bacc440e FactoryMode/TrayFlowFunctions/"
+        "switch_factory_flow_functions.py (PowerCycle); NVIDIA/bare-metal-manager-core@7778162c "
+        "crates/site-explorer/src/redfish.rs is_switch (MGX_NVSwitch_0)",
+    ),
+    QuirkRow(
         "lenovo",
         "firmware activation",
         "a new XCC image runs after Manager.Reset GracefulRestart",

@@ -24,7 +24,8 @@ from provisioning.core.phases import PHASES_BY_NAME
 from provisioning.core.phases.base import PhaseContext
 from provisioning.models import PhaseRecord, Run
 from provisioning.outcomes import Done, Wait
-from provisioning.redfish import errors
+from provisioning.redfish import activation, errors
+from provisioning.redfish.activation import Activation
 from provisioning.redfish.bmc import session_pool
 from tests.factories import make_node
 from tests.redfish.conftest import lab_client
@@ -152,3 +153,32 @@ def test_a_switch_tray_gets_exactly_one_power_cycle_and_its_new_image_is_verifie
     assert outcome.changes[0]["to"] == "88.0002.1139"
     assert switch.node.firmware["bmc"] == "88.0002.1139" and switch.node.power == "On"
     assert _writes(switch, POWER_CYCLE) == 1
+
+
+@pytest.mark.django_db
+def test_a_switch_tray_is_known_by_its_mgx_nvswitch_chassis_even_enrolled_as_a_server(
+    members, manifest, artifacts
+):
+    # The quirk row's identification, not the enrolled kind: NVIDIA's MGX_NVSwitch_0 chassis.
+    switch = _bmc(members, "nvl_switch")
+    ctx = _context(switch, NodeKind.SERVER, manifest, artifacts, "88.0002.1139")
+    with lab_client(switch) as client:
+        assert activation.is_nvlink_switch_tray(client)
+        assert activation.rule_for(client, "bmc", NodeKind.SERVER) is Activation.POWER_CYCLE
+    assert isinstance(_look(ctx), Wait)
+    members.advance(600)
+    assert isinstance(_look(ctx), Wait)
+    assert ctx.record.stage == Stage.ACTIVATING and _writes(switch, POWER_CYCLE) == 1
+    members.advance(BOOT * 2)
+    outcome = _look(ctx)
+    assert isinstance(outcome, Done), outcome
+    assert switch.node.firmware["bmc"] == "88.0002.1139"
+
+
+def test_no_other_lab_bmc_reads_as_a_switch_tray():
+    with LabHall(3, flavours=("gb200_tray", "power_shelf", "dell"), speed=0, seed=5) as hall:
+        for bmc in hall.bmcs:
+            with lab_client(bmc) as client:
+                assert not activation.is_nvlink_switch_tray(client), bmc.flavour
+                assert activation.rule_for(client, "bmc") is not Activation.POWER_CYCLE
+        session_pool().close_all()

@@ -27,7 +27,8 @@ from ...redfish.update_tracking import Progress
 from ...redfish.versions import normalize_version
 from .. import firmware_targets
 from ..inventory import record_oob
-from ..phase_state import FirmwarePush, PowerOnRequests
+from ..phase_state import ActivationRequest, FirmwarePush, PowerOnRequests
+from . import activation_steps
 from .base import Drift, Phase, PhaseContext, PhaseInfo
 from .common import awaiting_boot, boot_ephemeral, reboot_into
 
@@ -348,16 +349,41 @@ class OobFirmware(Phase):
         if how is Activation.HOST_RESET:
             # The new image takes effect at the next reset, which brings the agent back.
             return boot_ephemeral(ctx, Stage.REBOOTING)
-        # Saved first: a worker dying after the BMC restarts (or a switch tray's AC cycle) must
-        # not activate twice; ACTIVATING only ever looks.
-        ctx.set_stage(Stage.ACTIVATING)
-        activation.activate(bmc, how)
+        # Saved first, marked sent once the BMC answers: a worker dying after the BMC restarts
+        # (or a switch tray's AC cycle) must not activate twice, and one dying before the POST
+        # must not leave the stage waiting for a cycle nobody sent (unconfirmed).
+        activation_steps.request(ctx, how)
         return Wait(ACTIVATION_LOOK_S, f"activating {self.kind} {target['version']} ({how})")
+
+    def unconfirmed(
+        self, ctx: PhaseContext, target: dict[str, str], asked: ActivationRequest
+    ) -> Outcome:
+        """ACTIVATING with no mark that the BMC took the activation: the worker stopped around
+        its POST. A device that shows a reset got it: on as if marked. One that shows none
+        within the grace never did: send it once more (a second loss fails the phase rather
+        than risk a third cycle)."""
+        how = Activation(asked.how)
+        if activation_steps.reset_sign(ctx, asked, lambda: self.at_target(ctx)) is not None:
+            activation_steps.mark_sent(ctx, asked)
+            return self.activated(ctx, target)
+        if ctx.stage_elapsed() < activation_steps.GRACE_S:
+            return Wait(activation_steps.GRACE_LOOK_S, f"checking that the BMC took the {how} "
+                        "(its answer was never recorded): no sign of a reset yet")  # fmt: skip
+        if asked.resent:
+            return Failure(f"the {how} for {self.kind} was sent twice with no answer recorded "
+                           "and the device shows no reset", component=self.kind)  # fmt: skip
+        activation_steps.resend(ctx, asked)
+        return Wait(ACTIVATION_LOOK_S, f"{how} sent again for {self.kind} {target['version']}: "
+                    "the first never reached the BMC (the worker stopped before sending it; "
+                    f"no reset in {clock.minutes_text(activation_steps.GRACE_S)})")  # fmt: skip
 
     def activated(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
         """After an aux power cycle or a manager reset: once the BMC answers, boot the host
         (an aux power cycle leaves it off) or, after a manager reset, verify. After a switch
         tray's AC cycle: verify once the tray is back on with its new images (or time is up)."""
+        asked = ActivationRequest.of(ctx.record.resume)
+        if not asked.sent:
+            return self.unconfirmed(ctx, target, asked)
         bmc = ctx.bmc()
         try:
             power = bmc.power_state()
