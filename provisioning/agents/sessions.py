@@ -110,6 +110,21 @@ class CheckIn:
     inventory: dict[str, Any] = field(default_factory=dict)
 
 
+# A check-in's read of its credential with the node's interval facts, compiled once per thread as
+# the poll's is.
+CHECK_IN_CREDENTIAL = PreparedRead(
+    lambda secret_hash, recent: (
+        boot_credentials.live_credentials(secret_hash)
+        .annotate(**_interval_facts(OuterRef("node_id"), recent))
+        .order_by("pk")[:1]
+    )
+)
+
+
+def _credential_with_facts(secret_hash: str) -> BootCredential | None:
+    return CHECK_IN_CREDENTIAL.first(secret_hash, _recent_activity_since())
+
+
 def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
     """Redeem the boot credential, issue this boot's token, revoke the node's older boots."""
     if claim.environment not in AgentEnvironment.values:
@@ -117,10 +132,7 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
     try:
         # The node's interval facts come with the credential: the check-in reads them once.
         credential = boot_credentials.redeem(
-            claim.credential,
-            claim.environment,
-            claim.boot_id,
-            annotations=_interval_facts(OuterRef("node_id")),
+            claim.credential, claim.environment, claim.boot_id, find=_credential_with_facts
         )
     except boot_credentials.CredentialContested as exc:
         reason = settle_contest(exc.credential, claim.boot_id, remote)

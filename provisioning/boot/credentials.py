@@ -18,11 +18,11 @@ import base64
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Least
 from django.utils import timezone
 
@@ -144,22 +144,30 @@ def arm_for_boot(node_id: int, environments: Iterable[str] | None = None, *, boo
     return live.update(boots_armed=Least(F("boots_armed") + boots, MAX_BOOTS_ARMED))
 
 
+def live_credentials(secret_hash: str) -> QuerySet[BootCredential]:
+    """The live credential whose secret hashes to `secret_hash` (none or one), with its node,
+    rack and run."""
+    return BootCredential.objects.select_related("node__rack", "run").filter(
+        secret_hash=secret_hash, revoked_at__isnull=True
+    )
+
+
 def redeem(
-    secret: str, environment: str, boot_id: str = "", *, annotations: dict | None = None
+    secret: str,
+    environment: str,
+    boot_id: str = "",
+    *,
+    find: Callable[[str], BootCredential | None] | None = None,
 ) -> BootCredential | None:
     """The live credential this secret is, for this environment, redeemed by boot `boot_id`;
     None if it is no such thing. CredentialNotArmed when no ordered boot awaits it,
     CredentialContested when another boot already redeemed it since Greenlight's last boot.
-    `annotations` are read with the credential, in the same query (a check-in's facts of the
-    node: OuterRef("node_id") is its node)."""
+    `find` reads live_credentials' one for a secret's hash in its own way (a check-in reads
+    the node's facts with it, in the same query)."""
     if not secret:
         return None
-    credential = (
-        BootCredential.objects.select_related("node__rack", "run")
-        .annotate(**(annotations or {}))
-        .filter(secret_hash=hash_secret(secret), revoked_at__isnull=True)
-        .first()
-    )
+    secret_hash = hash_secret(secret)
+    credential = find(secret_hash) if find else live_credentials(secret_hash).first()
     if credential is None or credential.environment != environment:
         return None
     if credential.run is not None and credential.environment == AgentEnvironment.EPHEMERAL:

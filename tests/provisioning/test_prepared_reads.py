@@ -7,16 +7,28 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import OuterRef
 from django.utils import timezone
 
 from common.prepared_reads import PreparedRead
 from fleet.models import Node
-from provisioning.agents.sessions import INTERVAL_FACTS, POLL_SESSION
+from provisioning.agents.sessions import (
+    CHECK_IN_CREDENTIAL,
+    INTERVAL_FACTS,
+    POLL_SESSION,
+    REPORTED_COMMAND,
+    REPORTED_COMMAND_WITH_FACTS,
+    _interval_facts,
+    _reported_commands,
+    _reported_commands_with_facts,
+)
+from provisioning.boot.credentials import hash_secret, live_credentials
 from provisioning.choices import PhaseStatus
 from provisioning.core.engine import NEXT_RECORD, RUN_FOR_STEP
 from provisioning.core.runs import start_run
 from provisioning.models import AgentCommand, AgentSession, PhaseRecord, Run
 from tests import factories
+from tests.support.scenes import booted_secret
 
 
 def field_values(obj) -> dict:
@@ -155,3 +167,47 @@ def test_the_live_session_is_the_newest_unrevoked_one_of_the_environment(node):
     assert live_session(node, "ephemeral").pk == pxe.pk
     assert live_session(node, "host_os").pk == host.pk
     assert live_session(node, "no-such-environment") is None
+
+
+@pytest.mark.django_db
+def test_a_check_in_s_and_a_result_s_reads_are_the_orm_s_with_the_interval_facts(
+    node, manifest, django_assert_num_queries
+):
+    run = start_run(node)
+    secret = booted_secret(run)
+    secret_hash = hash_secret(secret)
+    since = timezone.now() - timedelta(minutes=5)
+    expected = (
+        live_credentials(secret_hash).annotate(**_interval_facts(OuterRef("node_id"), since)).get()
+    )
+    with django_assert_num_queries(1):
+        got = CHECK_IN_CREDENTIAL.first(secret_hash, since)
+        assert got.node.rack_id == node.rack_id and got.run.pk == run.pk
+    assert field_values(got) == field_values(expected)
+    assert {n: getattr(got, n) for n in INTERVAL_FACTS} == {
+        n: getattr(expected, n) for n in INTERVAL_FACTS
+    }
+    assert CHECK_IN_CREDENTIAL.first("no-such-hash", since) is None
+
+    session = AgentSession.objects.create(
+        node=node, boot_id="b1", environment="ephemeral", token_hash="h1"
+    )
+    command = AgentCommand.objects.create(node=node, session=session, phase="x", kind="x")
+    AgentCommand.objects.create(node=node, session=session, phase="y", kind="y", status="sent")
+    reports = (
+        (REPORTED_COMMAND, (command.pk, "h1")),
+        (REPORTED_COMMAND_WITH_FACTS, (command.pk, "h1", since)),
+    )
+    for read, args in reports:
+        orm = (_reported_commands_with_facts if len(args) == 3 else _reported_commands)(*args)
+        expected = orm.get()
+        with django_assert_num_queries(1):
+            got = read.first(*args)
+            assert got.session.node.pk == node.pk
+        assert field_values(got) == field_values(expected)
+        if len(args) == 3:
+            assert got.command_running is True  # the other command, not this one
+            assert {n: getattr(got, n) for n in INTERVAL_FACTS} == {
+                n: getattr(expected, n) for n in INTERVAL_FACTS
+            }
+        assert read.first(command.pk, "h2", *args[2:]) is None  # another boot's token
