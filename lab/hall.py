@@ -184,6 +184,13 @@ class LabHall:
                 return bmc
         raise KeyError(key)
 
+    def bmc_of_flavour(self, flavour: str) -> LabBmc:
+        """The first BMC of a vendor flavour (a mixed hall's "dell", a rack's "nvl_switch")."""
+        for bmc in self.bmcs:
+            if bmc.flavour == flavour:
+                return bmc
+        raise KeyError(flavour)
+
     def node(self, key: int | str) -> LabNode:
         """A node by index or serial."""
         return self.bmc(key).node

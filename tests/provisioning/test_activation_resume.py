@@ -51,10 +51,6 @@ def hall():
         session_pool().close_all()
 
 
-def _bmc(hall, flavour):
-    return next(b for b in hall.bmcs if b.flavour == flavour)
-
-
 def _written(hall, bmc, manifest, kind: str, component: str, version: str) -> PhaseContext:
     """The phase as poll leaves it once the BMC has written the image (pending, not yet run)."""
     with lab_client(bmc) as client:
@@ -135,7 +131,7 @@ def _crash_after_post(monkeypatch) -> None:
 def test_a_switch_tray_whose_power_cycle_was_never_sent_gets_exactly_one_in_minutes(
     hall, manifest, monkeypatch
 ):
-    switch = _bmc(hall, "nvl_switch")
+    switch = hall.bmc_of_flavour("nvl_switch")
     ctx = _written(hall, switch, manifest, NodeKind.SWITCH_TRAY, "bmc", SWITCH_VERSION)
     _crash_before_post(monkeypatch)
     with pytest.raises(WorkerDied):
@@ -173,7 +169,7 @@ def test_a_switch_tray_whose_power_cycle_was_never_sent_gets_exactly_one_in_minu
 def test_a_switch_tray_that_took_the_power_cycle_before_the_worker_died_gets_no_second(
     hall, manifest, monkeypatch
 ):
-    switch = _bmc(hall, "nvl_switch")
+    switch = hall.bmc_of_flavour("nvl_switch")
     ctx = _written(hall, switch, manifest, NodeKind.SWITCH_TRAY, "bmc", SWITCH_VERSION)
     _crash_after_post(monkeypatch)
     with pytest.raises(WorkerDied):
@@ -199,7 +195,7 @@ def test_a_switch_tray_that_took_the_power_cycle_before_the_worker_died_gets_no_
 def test_a_compute_tray_whose_aux_power_cycle_was_never_sent_gets_exactly_one(
     hall, manifest, monkeypatch
 ):
-    tray = _bmc(hall, "gb200_tray")
+    tray = hall.bmc_of_flavour("gb200_tray")
     ctx = _written(hall, tray, manifest, NodeKind.COMPUTE_TRAY, "bios", "2.0.0")
     before = tray.node.firmware["bios"]
     _crash_before_post(monkeypatch)
@@ -221,7 +217,7 @@ def test_a_compute_tray_whose_aux_power_cycle_was_never_sent_gets_exactly_one(
 
 @pytest.mark.django_db
 def test_a_compute_tray_that_took_the_aux_power_cycle_gets_no_second(hall, manifest, monkeypatch):
-    tray = _bmc(hall, "gb200_tray")
+    tray = hall.bmc_of_flavour("gb200_tray")
     ctx = _written(hall, tray, manifest, NodeKind.COMPUTE_TRAY, "bios", "2.0.0")
     _crash_after_post(monkeypatch)
     with pytest.raises(WorkerDied):
@@ -238,7 +234,7 @@ def test_a_compute_tray_that_took_the_aux_power_cycle_gets_no_second(hall, manif
 def test_a_second_try_lost_the_same_way_fails_the_phase_instead_of_a_third(
     hall, manifest, monkeypatch
 ):
-    switch = _bmc(hall, "nvl_switch")
+    switch = hall.bmc_of_flavour("nvl_switch")
     ctx = _written(hall, switch, manifest, NodeKind.SWITCH_TRAY, "bmc", SWITCH_VERSION)
     _crash_before_post(monkeypatch)
     with pytest.raises(WorkerDied):
@@ -257,7 +253,7 @@ def test_a_second_try_lost_the_same_way_fails_the_phase_instead_of_a_third(
 @pytest.mark.django_db
 def test_a_stage_saved_before_the_sent_mark_existed_only_waits(hall, manifest):
     # A record written by the code before this change: ACTIVATING with no activation keys.
-    switch = _bmc(hall, "nvl_switch")
+    switch = hall.bmc_of_flavour("nvl_switch")
     ctx = _written(hall, switch, manifest, NodeKind.SWITCH_TRAY, "bmc", SWITCH_VERSION)
     ctx.set_stage(Stage.ACTIVATING)
     _later(hall, ctx, activation_steps.GRACE_S * 2)

@@ -63,10 +63,6 @@ def members():
         session_pool().close_all()
 
 
-def _bmc(hall, flavour):
-    return next(b for b in hall.bmcs if b.flavour == flavour)
-
-
 def _context(bmc, kind: str, manifest, artifacts: str, version: str) -> PhaseContext:
     """The node's bmc_firmware phase, not yet started, aiming at `version`."""
     name = f"bmc-{version}.bin"
@@ -99,7 +95,7 @@ def _writes(bmc, path: str) -> int:
 def test_a_shelf_at_on_reset_is_set_immediate_before_the_push_and_runs_its_image(
     members, manifest, artifacts
 ):
-    shelf = _bmc(members, "power_shelf")
+    shelf = members.bmc_of_flavour("power_shelf")
     ctx = _context(shelf, NodeKind.POWER_SHELF, manifest, artifacts, "01.02.07")
     assert isinstance(_look(ctx), Wait)
     assert ctx.record.stage == Stage.UPDATING
@@ -123,7 +119,7 @@ def test_a_shelf_that_allows_no_immediate_fails_the_phase_in_its_words_before_an
 ):
     # A PMC that lists OnReset alone (a lab variation of the shelf).
     monkeypatch.setattr(update_service, "POWER_SHELF_APPLY_TIMES", ("OnReset",))
-    shelf = _bmc(members, "power_shelf")
+    shelf = members.bmc_of_flavour("power_shelf")
     ctx = _context(shelf, NodeKind.POWER_SHELF, manifest, artifacts, "01.02.07")
     with pytest.raises(errors.ConfigurationError, match="allows no Immediate"):
         _look(ctx)
@@ -135,7 +131,7 @@ def test_a_shelf_that_allows_no_immediate_fails_the_phase_in_its_words_before_an
 def test_a_switch_tray_gets_exactly_one_power_cycle_and_its_new_image_is_verified(
     members, manifest, artifacts
 ):
-    switch = _bmc(members, "nvl_switch")
+    switch = members.bmc_of_flavour("nvl_switch")
     ctx = _context(switch, NodeKind.SWITCH_TRAY, manifest, artifacts, "88.0002.1139")
     before = switch.node.firmware["bmc"]
     assert isinstance(_look(ctx), Wait)
@@ -160,7 +156,7 @@ def test_a_switch_tray_is_known_by_its_mgx_nvswitch_chassis_even_enrolled_as_a_s
     members, manifest, artifacts
 ):
     # The quirk row's identification, not the enrolled kind: NVIDIA's MGX_NVSwitch_0 chassis.
-    switch = _bmc(members, "nvl_switch")
+    switch = members.bmc_of_flavour("nvl_switch")
     ctx = _context(switch, NodeKind.SERVER, manifest, artifacts, "88.0002.1139")
     with lab_client(switch) as client:
         assert activation.is_nvlink_switch_tray(client)

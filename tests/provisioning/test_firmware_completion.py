@@ -34,10 +34,6 @@ def hall():
         session_pool().close_all()
 
 
-def _bmc(hall, flavour):
-    return next(b for b in hall.bmcs if b.flavour == flavour)
-
-
 def _pushed(hall, bmc, manifest, component: str) -> PhaseContext:
     """The phase as `start` leaves it: the node on, the BMC updating, the receipt saved."""
     version = manifest.spec["firmware"][component]["version"]
@@ -84,7 +80,7 @@ def _agent_back(ctx: PhaseContext) -> None:
 def test_idrac_bios_job_gets_its_host_reset_while_pending_then_is_followed_to_the_end(
     hall, manifest
 ):
-    bmc = _bmc(hall, "dell")
+    bmc = hall.bmc_of_flavour("dell")
     ctx = _pushed(hall, bmc, manifest, "bios")
     hall.advance(300)  # downloaded: the job is Scheduled until the host reboots
     boots = bmc.node.boot_count
@@ -102,7 +98,7 @@ def test_idrac_bios_job_gets_its_host_reset_while_pending_then_is_followed_to_th
 
 @pytest.mark.django_db
 def test_ilo_is_never_reset_before_its_flash_state_reads_complete(hall, manifest):
-    bmc = _bmc(hall, "hpe")
+    bmc = hall.bmc_of_flavour("hpe")
     ctx = _pushed(hall, bmc, manifest, "bios")
     assert ctx.record.bmc_task == ""  # iLO answered with no task
     boots = bmc.node.boot_count
@@ -121,7 +117,7 @@ def test_ilo_is_never_reset_before_its_flash_state_reads_complete(hall, manifest
 
 @pytest.mark.django_db
 def test_a_monitor_forgotten_by_a_bmc_that_restarted_is_verified_by_its_inventory(hall, manifest):
-    bmc = _bmc(hall, "dgx")
+    bmc = hall.bmc_of_flavour("dgx")
     ctx = _pushed(hall, bmc, manifest, "bmc")
     boots = bmc.node.boot_count
     hall.advance(300)  # flashed; the BMC restarted and forgot its tasks (404)
@@ -132,7 +128,7 @@ def test_a_monitor_forgotten_by_a_bmc_that_restarted_is_verified_by_its_inventor
 
 @pytest.mark.django_db
 def test_gb200_runs_its_new_image_only_after_the_aux_power_cycle(hall, manifest):
-    bmc = _bmc(hall, "gb200")
+    bmc = hall.bmc_of_flavour("gb200")
     ctx = _pushed(hall, bmc, manifest, "bios")
     hall.advance(300)
     assert isinstance(_look(ctx), Wait)

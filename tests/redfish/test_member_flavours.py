@@ -25,10 +25,6 @@ def members():
         yield running
 
 
-def _bmc(hall, flavour):
-    return next(b for b in hall.bmcs if b.flavour == flavour)
-
-
 def _push(bmc, path: str, filename: str) -> requests.Response:
     """A multipart push of `filename` to `path`, as open-nvfwupd sends a shelf's image."""
     return requests.post(
@@ -49,7 +45,7 @@ def _set_apply_time(client, value: str) -> None:
 
 
 def test_a_power_shelf_takes_its_image_at_update_and_not_at_update_multipart(members):
-    shelf = _bmc(members, "power_shelf")
+    shelf = members.bmc_of_flavour("power_shelf")
     with lab_client(shelf) as client:
         service = client.get("/redfish/v1/UpdateService")
         assert service["MultipartHttpPushUri"] == POWER_SHELF_PUSH_URI
@@ -65,7 +61,7 @@ def test_a_power_shelf_takes_its_image_at_update_and_not_at_update_multipart(mem
 
 
 def test_a_power_shelf_holds_a_pushed_image_for_its_reboot_until_patched_immediate(members):
-    shelf = _bmc(members, "power_shelf")
+    shelf = members.bmc_of_flavour("power_shelf")
     with lab_client(shelf) as client:
         # OnReset at start (SHELF): the image runs at the PMC's next reboot.
         assert _apply_time(client) == {
@@ -90,7 +86,7 @@ def test_a_power_shelf_holds_a_pushed_image_for_its_reboot_until_patched_immedia
 
 
 def test_a_power_shelf_refuses_an_apply_time_outside_its_allowable_values(members):
-    shelf = _bmc(members, "power_shelf")
+    shelf = members.bmc_of_flavour("power_shelf")
     with lab_client(shelf) as client:
         with pytest.raises(errors.RequestRejected) as refused:
             _set_apply_time(client, "AtMaintenanceWindowStart")
@@ -102,7 +98,7 @@ def test_a_power_shelf_refuses_an_apply_time_outside_its_allowable_values(member
 
 
 def test_a_switch_tray_runs_a_written_image_only_after_its_ac_power_cycle(members):
-    switch = _bmc(members, "nvl_switch")
+    switch = members.bmc_of_flavour("nvl_switch")
     with lab_client(switch) as client:
         assert "PowerCycle" in client.allowed_reset_types()
         before = switch.node.firmware["bmc"]
@@ -133,7 +129,7 @@ def test_the_servers_and_the_compute_tray_serve_no_apply_time_and_no_power_cycle
 
 
 def test_a_power_shelf_is_a_delta_pmc_listing_its_other_partition_and_six_psus(members):
-    shelf = _bmc(members, "power_shelf")
+    shelf = members.bmc_of_flavour("power_shelf")
     with lab_client(shelf) as client:
         managers = client.get("/redfish/v1/Managers")["Members"]
         assert [m["@odata.id"] for m in managers] == ["/redfish/v1/Managers/PMC_0"]
@@ -150,7 +146,7 @@ def test_a_power_shelf_is_a_delta_pmc_listing_its_other_partition_and_six_psus(m
 
 
 def test_a_switch_tray_lists_its_cpld_as_cpld_0_which_no_phase_manages(members):
-    switch = _bmc(members, "nvl_switch")
+    switch = members.bmc_of_flavour("nvl_switch")
     with lab_client(switch) as client:
         entries = {e.id: e for e in client.firmware_entries()}
         managed = {i.kind for i in client.firmware_inventory()}

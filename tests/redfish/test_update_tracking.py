@@ -160,10 +160,6 @@ def vendors():
         yield running
 
 
-def _bmc(hall, flavour):
-    return next(b for b in hall.bmcs if b.flavour == flavour)
-
-
 def _update(client, component: str, version: str):
     (entry,) = [i for i in client.firmware_inventory() if i.kind == component]
     try:
@@ -178,7 +174,7 @@ def _update(client, component: str, version: str):
 
 
 def test_lab_idrac_bios_job_waits_for_the_host_reset_and_then_applies(vendors):
-    bmc = _bmc(vendors, "dell")
+    bmc = vendors.bmc_of_flavour("dell")
     with lab_client(bmc) as client:
         client.reset(PowerAction.ON)
         vendors.advance(BOOT)
@@ -194,7 +190,7 @@ def test_lab_idrac_bios_job_waits_for_the_host_reset_and_then_applies(vendors):
 
 
 def test_lab_idrac_refuses_a_second_job_while_one_is_pending_until_the_queue_is_cleared(vendors):
-    bmc = _bmc(vendors, "dell")
+    bmc = vendors.bmc_of_flavour("dell")
     with lab_client(bmc) as client:
         _update(client, "bios", "9.9.9")
         vendors.advance(300)  # the BIOS job now waits, Scheduled
@@ -208,7 +204,7 @@ def test_lab_idrac_refuses_a_second_job_while_one_is_pending_until_the_queue_is_
 
 
 def test_lab_ilo_answers_with_no_task_and_a_host_reset_mid_flash_fails_it(vendors):
-    bmc = _bmc(vendors, "hpe")
+    bmc = vendors.bmc_of_flavour("hpe")
     with lab_client(bmc) as client:
         client.reset(PowerAction.ON)
         vendors.advance(BOOT)
@@ -225,7 +221,7 @@ def test_lab_ilo_answers_with_no_task_and_a_host_reset_mid_flash_fails_it(vendor
 
 
 def test_lab_openbmc_monitor_answers_202_then_204_once_then_404(vendors):
-    with lab_client(_bmc(vendors, "dgx")) as client:
+    with lab_client(vendors.bmc_of_flavour("dgx")) as client:
         receipt = _update(client, "bios", "9.9.9")
         assert receipt.ref.endswith("/Monitor")
         assert update_tracking.look(client, receipt).progress is Progress.RUNNING
@@ -235,7 +231,7 @@ def test_lab_openbmc_monitor_answers_202_then_204_once_then_404(vendors):
 
 
 def test_lab_gb200_keeps_the_old_version_until_the_aux_power_cycle(vendors):
-    bmc = _bmc(vendors, "gb200")
+    bmc = vendors.bmc_of_flavour("gb200")
     assert LAB_FLAVOURS["gb200"].multipart_path and not LAB_FLAVOURS["gb200"].simple_update
     with lab_client(bmc) as client:
         client.reset(PowerAction.ON)
