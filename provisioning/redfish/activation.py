@@ -61,10 +61,12 @@ def rule_for(client: RedfishClient, kind: str, node_kind: str = "") -> Activatio
         return Activation.POWER_CYCLE
     if aux_power_target(client) is not None:
         return Activation.AUX_POWER_RESET
-    if is_nvlink_switch_tray(client):
-        return Activation.POWER_CYCLE
     if kind == "bmc" and quirks.vendor_of(client.root(), client.manufacturer()) == "lenovo":
         return Activation.MANAGER_RESET
+    # Last: it costs a GET of the Chassis collection, which each look of an XCC's manager
+    # reset would otherwise pay.
+    if is_nvlink_switch_tray(client):
+        return Activation.POWER_CYCLE
     return Activation.HOST_RESET
 
 
