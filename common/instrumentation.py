@@ -1,7 +1,8 @@
 """Counting database queries per process, for the benchmark (off unless GREENLIGHT_QUERY_LOG_DIR).
 
 Each worker thread counts the queries its tasks run; the web server counts per request, and per
-endpoint (URL name) the requests, queries and thread CPU seconds they cost. Totals are written to
+endpoint (URL name) the requests, queries and thread CPU seconds they cost. A worker counts the
+same per task name, and per engine look by phase (`work`). Totals are written to
 `<dir>/<role>-<pid>.json` as they grow, so a benchmark can add them up.
 """
 
@@ -12,6 +13,7 @@ import os
 import re
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.db import connection
@@ -20,6 +22,8 @@ _lock = threading.Lock()
 _total = {"queries": 0}
 # Per endpoint: requests, queries and CPU seconds of the thread that answered them.
 _endpoints: dict[str, dict[str, float]] = {}
+# Per worker task name, and per engine look ("look:<phase>"): the same three.
+_work: dict[str, dict[str, float]] = {}
 _local = threading.local()
 _last_write = [0.0]
 # With GREENLIGHT_QUERY_LOG_SHAPES set, queries are also counted by shape (literals and numbers
@@ -57,6 +61,8 @@ def _flush(role: str, force: bool = False) -> None:
         totals: dict = dict(_total)
         if _endpoints:
             totals["endpoints"] = _endpoints
+        if _work:
+            totals["work"] = _work
         if _shapes:
             totals["shapes"] = _shapes
         data = json.dumps(totals)
@@ -65,7 +71,6 @@ def _flush(role: str, force: bool = False) -> None:
 
 def counting(role: str):
     """A context manager counting the queries run inside it on this thread's connection."""
-    from contextlib import contextmanager
 
     @contextmanager
     def block():
@@ -76,21 +81,48 @@ def counting(role: str):
     return block()
 
 
+def _add(into: dict[str, dict[str, float]], name: str, queries: int, cpu_s: float) -> None:
+    with _lock:
+        entry = into.setdefault(name, {"requests": 0, "queries": 0, "cpu_s": 0.0})
+        entry["requests"] += 1
+        entry["queries"] += queries
+        entry["cpu_s"] = round(entry["cpu_s"] + cpu_s, 6)
+
+
+@contextmanager
+def work(name: str):
+    """Count the queries and thread CPU of the block under `name` (a no-op when not enabled):
+    the engine's looks, by phase, inside the task that took them."""
+    if enabled() is None:
+        yield
+        return
+    queries, started = getattr(_local, "queries", 0), time.thread_time()
+    try:
+        yield
+    finally:
+        _add(_work, name, getattr(_local, "queries", 0) - queries, time.thread_time() - started)
+
+
 def install_celery_hooks() -> None:
-    """Count every task's queries in this worker (called from the Celery app when enabled)."""
+    """Count every task's queries and CPU in this worker (called from the Celery app when
+    enabled)."""
     from celery import signals
 
     local = threading.local()
 
     @signals.task_prerun.connect(weak=False)
-    def start(**kwargs):
+    def start(task=None, **kwargs):
+        _local.queries = 0
+        local.started = time.thread_time()
         local.block = counting("worker")
         local.block.__enter__()
 
     @signals.task_postrun.connect(weak=False)
-    def stop(**kwargs):
+    def stop(task=None, **kwargs):
         block = getattr(local, "block", None)
         if block is not None:
+            name = getattr(task, "name", "unknown")
+            _add(_work, name, getattr(_local, "queries", 0), time.thread_time() - local.started)
             block.__exit__(None, None, None)
             local.block = None
 

@@ -204,12 +204,15 @@ def queries_logged(directory: Path) -> int:
     return sum(json.loads(p.read_text())["queries"] for p in directory.glob("*.json"))
 
 
-def endpoints_logged(directory: Path, nodes: int) -> dict[str, dict[str, float]]:
+def endpoints_logged(
+    directory: Path, nodes: int, kind: str = "endpoints"
+) -> dict[str, dict[str, float]]:
     """Per web endpoint, over every server process: requests per node, queries per request,
-    CPU milliseconds per request and CPU seconds per node; costliest first."""
+    CPU milliseconds per request and CPU seconds per node; costliest first. With `kind` "work",
+    the same per worker task name and per engine look ("look:<phase>", a request being a look)."""
     totals: dict[str, dict[str, float]] = {}
     for path in directory.glob("*.json"):
-        for name, entry in (json.loads(path.read_text()).get("endpoints") or {}).items():
+        for name, entry in (json.loads(path.read_text()).get(kind) or {}).items():
             into = totals.setdefault(name, {"requests": 0, "queries": 0, "cpu_s": 0.0})
             for key in into:
                 into[key] += entry.get(key, 0)
@@ -382,6 +385,8 @@ def run_bench(
         ),
         # Each endpoint of both web servers: where the agents' API's CPU goes.
         "endpoints": endpoints_logged(queries_dir, len(nodes)),
+        # Each worker task, and each phase's looks: where the workers' CPU goes.
+        "worker_work": endpoints_logged(queries_dir, len(nodes), kind="work"),
         "tasks_per_s": round(steps / wall_s, 1),
         "queries_per_phase": round(queries_logged(queries_dir) / max(phases, 1), 1),
         "worker_peak_rss_mb": round(sampler.peak_worker_rss / 2**20, 1),

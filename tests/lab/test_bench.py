@@ -53,6 +53,13 @@ def test_bench_measures_a_small_deployment_and_writes_json_and_plot(tmp_path):
     poll = data["endpoints"]["agent_api:poll"]
     assert poll["requests_per_node"] > 0 and poll["cpu_ms_per_request"] > 0
     assert data["endpoints"]["agent_api:checkin"]["queries_per_request"] > 0
+    # And where the workers' CPU goes: per task, and per phase's looks within the steps.
+    work = data["worker_work"]
+    steps = work["provisioning.tasks.advance_run"]
+    assert steps["requests_per_node"] > 0 and steps["cpu_ms_per_request"] > 0
+    looks = {name: entry for name, entry in work.items() if name.startswith("look:")}
+    assert {"look:power_on", "look:gate:gpu_health"} <= set(looks)
+    assert sum(e["cpu_s_per_node"] for e in looks.values()) <= steps["cpu_s_per_node"] + 0.001
     assert data["cpu_s_per_node_with_datastores"] >= data["cpu_s_per_node"]
     latency = data["event_latency_ms"]
     assert latency["events"] > 0 and 0 < latency["p50"] <= latency["p99"]

@@ -36,6 +36,21 @@ def test_each_endpoint_is_counted_by_its_url_name(tmp_path, monkeypatch):
     assert poll["cpu_ms_per_request"] > 0
 
 
+@pytest.mark.django_db
+def test_a_workers_looks_are_counted_by_phase(tmp_path, monkeypatch):
+    monkeypatch.setenv("GREENLIGHT_QUERY_LOG_DIR", str(tmp_path))
+    with instrumentation.counting("worker"):
+        for _ in range(3):
+            with instrumentation.work("look:test_phase"), connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                cursor.execute("SELECT 2")
+    instrumentation._flush("worker", force=True)
+
+    look = endpoints_logged(tmp_path, nodes=1, kind="work")["look:test_phase"]
+    assert look["requests_per_node"] >= 3.0
+    assert look["queries_per_request"] == 2.0
+
+
 def test_postgres_cpu_counts_backends_that_have_exited():
     psycopg = pytest.importorskip("psycopg")
     try:
