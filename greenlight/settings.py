@@ -238,18 +238,16 @@ GREENLIGHT_MAX_COUNTDOWN_S = env_float(
     maximum=_VISIBILITY_TIMEOUT_S / 2,
 )
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "greenlight" + _TEST_WORKER)
+# Wall seconds between sweeps. No longer than the longest countdown: the sweep sends the looks
+# that come within it, so a sweep less often than that would send them late.
+GREENLIGHT_SWEEP_SECONDS = env_float(
+    "GREENLIGHT_SWEEP_SECONDS",
+    min(30.0, GREENLIGHT_MAX_COUNTDOWN_S),
+    above=0,
+    maximum=GREENLIGHT_MAX_COUNTDOWN_S,
+)
 CELERY_BEAT_SCHEDULE = {
-    "sweep-lost-runs": {
-        "task": "provisioning.tasks.sweep",
-        # No longer than the longest countdown: the sweep sends the looks that come within it,
-        # so a sweep less often than that would send them late.
-        "schedule": env_float(
-            "GREENLIGHT_SWEEP_SECONDS",
-            min(30.0, GREENLIGHT_MAX_COUNTDOWN_S),
-            above=0,
-            maximum=GREENLIGHT_MAX_COUNTDOWN_S,
-        ),
-    },
+    "sweep-lost-runs": {"task": "provisioning.tasks.sweep", "schedule": GREENLIGHT_SWEEP_SECONDS},
 }
 # Exactly one beat sends the periodic tasks, however many are started: each holds a lease row in
 # the database to send (common/beat_lease.py), renewed on its ticks; a second waits for it to lapse.

@@ -53,6 +53,9 @@ class Run(models.Model):
     # When this look's message was sent: at the hand-over, or by the sweep once the look came
     # within GREENLIGHT_MAX_COUNTDOWN_S. Null while a look further ahead is only this row.
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    # The look is a safety net: what the run waits for nudges it when it comes (outcomes.Wait).
+    # Its message is sent only once the look is due within a sweep's interval.
+    safety_net = models.BooleanField(default=False)
     # The worker (Celery node name) holding the run's current step, or the last one that did:
     # a worker that takes over a lapsed lease says whose it was.
     held_by = models.CharField(max_length=200, blank=True)

@@ -25,10 +25,17 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Wait:
-    """Look again after `seconds` of node time; `reason` says what the phase waits for."""
+    """Look again after `seconds` of node time; `reason` says what the phase waits for.
+
+    `safety_net`: what the phase waits for nudges the run when it comes (an agent's check-in,
+    a command's result), so the timed look is only for news that never came. Its message is
+    sent only shortly before it is due (scheduling.hand_over), not at the hand-over: sent then,
+    it arrived after the news had been handled and found its step taken.
+    """
 
     seconds: float
     reason: str
+    safety_net: bool = False
 
 
 @dataclass(frozen=True)

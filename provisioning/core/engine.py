@@ -257,7 +257,7 @@ def handle_outcome(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Ou
             return handle_outcome(
                 run, record, ctx, Failure(f"timed out after {limit}: {outcome.reason}")
             )
-        wait(run, record, ctx, outcome.reason, outcome.seconds)
+        wait(run, record, ctx, outcome.reason, outcome.seconds, safety_net=outcome.safety_net)
         return False
     if isinstance(outcome, TransientFailure):
         return transient_failure(run, record, ctx, outcome)
@@ -295,8 +295,17 @@ def finish_phase(run: Run, record: PhaseRecord, outcome: Done | Skipped) -> None
     )
 
 
-def wait(run: Run, record: PhaseRecord, ctx: PhaseContext, reason: str, seconds: float) -> None:
-    """Record what the phase waits for and schedule the next look; the worker lets go."""
+def wait(
+    run: Run,
+    record: PhaseRecord,
+    ctx: PhaseContext,
+    reason: str,
+    seconds: float,
+    *,
+    safety_net: bool = False,
+) -> None:
+    """Record what the phase waits for and schedule the next look; the worker lets go.
+    `safety_net`: news that nudges the run ends the wait (outcomes.Wait)."""
     spent = clock.node_seconds(timezone.now() - record.started_at)
     # The phase's own clock against its limit, named as such: "of 109 h" beside a soak's
     # "of 72 h" read as a second, contradictory soak length.
@@ -317,7 +326,7 @@ def wait(run: Run, record: PhaseRecord, ctx: PhaseContext, reason: str, seconds:
             message=f"{record.phase}: {reason}",
             data={"run": run.pk, "phase": record.phase},
         )
-    hand_over(run, due, wait_reason=text[:300], claimed_at=ctx.claimed_at)
+    hand_over(run, due, wait_reason=text[:300], claimed_at=ctx.claimed_at, safety_net=safety_net)
 
 
 def transient_failure(

@@ -10,7 +10,8 @@ The sweep also sends the looks that were only rows (scheduling.py: a look due fu
 GREENLIGHT_MAX_COUNTDOWN_S is not sent at the hand-over): every waiting run whose look falls
 within that span and was not sent yet is sent now, with the countdown to its due time, and marked
 (`dispatched_at`) so the next sweep leaves it alone. A sweep at least as often as that span (the
-settings hold GREENLIGHT_SWEEP_SECONDS to it) sends every look before it is due.
+settings hold GREENLIGHT_SWEEP_SECONDS to it) sends every look before it is due. A look that is
+only a safety net (`Run.safety_net`) is sent once it falls within one sweep interval.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from django.utils import timezone
 
 from ..choices import ACTIVE_RUN_STATUSES, RunStatus
 from ..models import Run
-from ..scheduling import send_step
+from ..scheduling import dispatch_span, send_step
 
 # The header the sweep's message carries: when it was published (seconds since the epoch).
 SENT_AT_HEADER = "greenlight_sent_at"
@@ -53,15 +54,17 @@ def dispatch_due(*, now: datetime | None = None) -> int:
     """Send the look of every waiting run that comes due within the longest countdown and was
     only a row until now; return how many."""
     now = now or timezone.now()
-    horizon = now + timedelta(seconds=settings.GREENLIGHT_MAX_COUNTDOWN_S)
+    horizon = now + timedelta(seconds=dispatch_span(safety_net=False))
+    # A safety net is sent once due before the next sweep: the news it waits for usually comes
+    # first, and nudges the run with a message of its own.
+    net_horizon = now + timedelta(seconds=dispatch_span(safety_net=True))
     waiting = Run.objects.filter(status=RunStatus.WAITING)
+    coming_due = Q(safety_net=False, next_look_at__lte=horizon) | Q(next_look_at__lte=net_horizon)
     # Marked first, then read back by the mark. The conditional UPDATE is the claim: of two sweeps
     # at once (a backlog of sweep messages) only one marks a run. A run handed over again in
     # between (a new step, a new look) carries another mark or none, and is not sent with a step
     # it no longer has.
-    if not waiting.filter(dispatched_at__isnull=True, next_look_at__lte=horizon).update(
-        dispatched_at=now
-    ):
+    if not waiting.filter(coming_due, dispatched_at__isnull=True).update(dispatched_at=now):
         return 0
     due = list(waiting.filter(dispatched_at=now).values_list("pk", "step", "next_look_at"))
     for run_id, step, look_at in due:

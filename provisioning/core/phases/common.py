@@ -64,7 +64,7 @@ def reboot_into(
             ctx.set_stage(before)
         raise
     where = "the installed OS" if target == "Hdd" else "the ephemeral environment"
-    return Wait(BOOT_LOOK_S, f"rebooting into {where}")
+    return Wait(BOOT_LOOK_S, f"rebooting into {where}", safety_net=True)
 
 
 def power_on_unredeemed(ctx: PhaseContext) -> bool:
@@ -97,7 +97,7 @@ def awaiting_boot(ctx: PhaseContext, environment: str | None = None) -> Wait | N
     if new_boot(ctx, environment) is not None:
         return None
     what = {EPHEMERAL: "ephemeral environment"}.get(environment or "", "agent")
-    return Wait(BOOT_LOOK_S, f"waiting for {what} check-in after reboot")
+    return Wait(BOOT_LOOK_S, f"waiting for {what} check-in after reboot", safety_net=True)
 
 
 def ensure_ephemeral(ctx: PhaseContext, resume_stage: Stage) -> Outcome | None:

@@ -37,7 +37,7 @@ def send_command(ctx: PhaseContext, kind: str, params: dict, stage: Stage) -> Ou
         return TransientFailure("no agent is checked in", kind="AgentUnavailable")
     command = agent_link.send(session, ctx.run, ctx.record.phase, kind, params)
     ctx.set_stage(stage, command=command)
-    return Wait(COMMAND_LOOK_S, f"agent running {kind}")
+    return Wait(COMMAND_LOOK_S, f"agent running {kind}", safety_net=True)
 
 
 def send_in_ephemeral(
@@ -65,7 +65,7 @@ def command_outcome(ctx: PhaseContext) -> AgentCommand | Outcome:
     if command.status in waiting and ctx.stage_elapsed() > SILENCE_S:
         command = agent_link.refresh(command)
     if command.status in (CommandStatus.QUEUED, CommandStatus.SENT):
-        return Wait(COMMAND_LOOK_S, f"agent running {command.kind}")
+        return Wait(COMMAND_LOOK_S, f"agent running {command.kind}", safety_net=True)
     if command.status == CommandStatus.LOST:
         # The agent rebooted or restarted under the command: observe again from the start.
         ctx.set_stage(Stage.NONE, command=None)
@@ -79,7 +79,7 @@ class WaitForAgent(Phase):
     def execute(self, ctx: PhaseContext) -> Outcome:
         session = is_alive(ctx.node)
         if session is None:
-            return Wait(60, "waiting for agent check-in after PXE boot")
+            return Wait(60, "waiting for agent check-in after PXE boot", safety_net=True)
         was_up = session.created_at < ctx.run.created_at
         changed = record_inband(ctx.node, agent_link.inventory(session))
         compared = {"agent": f"{session.environment}, boot {session.boot_id[:8]}"}
@@ -305,7 +305,7 @@ class WaitForHostOs(Phase):
     def execute(self, ctx: PhaseContext) -> Outcome:
         session = is_alive(ctx.node, HOST_OS)
         if session is None:
-            return Wait(60, "waiting for the host OS agent to check in")
+            return Wait(60, "waiting for the host OS agent to check in", safety_net=True)
         compared = {"agent": f"host OS, boot {session.boot_id[:8]}"}
         # The installed OS sees the parts as they will serve: the run's last observation.
         if session.inventory:
