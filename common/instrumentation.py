@@ -81,6 +81,13 @@ def counting(role: str):
     return block()
 
 
+def detail(why: str) -> None:
+    """Say why this request did what it did: the web server counts the request under its
+    endpoint and under `endpoint[why]` too (a no-op when not enabled)."""
+    if enabled() is not None:
+        _local.detail = why
+
+
 def _add(into: dict[str, dict[str, float]], name: str, queries: int, cpu_s: float) -> None:
     with _lock:
         entry = into.setdefault(name, {"requests": 0, "queries": 0, "cpu_s": 0.0})
@@ -138,16 +145,15 @@ class QueryCountMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        _local.queries = 0
+        _local.queries, _local.detail = 0, ""
         started = time.thread_time()
         with connection.execute_wrapper(_count):
             response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
         name = f"{match.namespace}:{match.url_name}" if match and match.url_name else "unresolved"
-        with _lock:
-            entry = _endpoints.setdefault(name, {"requests": 0, "queries": 0, "cpu_s": 0.0})
-            entry["requests"] += 1
-            entry["queries"] += _local.queries
-            entry["cpu_s"] = round(entry["cpu_s"] + time.thread_time() - started, 6)
+        cpu_s = time.thread_time() - started
+        _add(_endpoints, name, _local.queries, cpu_s)
+        if _local.detail:
+            _add(_endpoints, f"{name}[{_local.detail}]", _local.queries, cpu_s)
         _flush("web")
         return response

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
+from common import instrumentation
 from common.prepared_reads import PreparedRead
 from fleet.choices import EventKind
 from fleet.events import record as record_event
@@ -459,10 +460,17 @@ def _interval_facts(node: OuterRef, recent: datetime | None = None) -> dict[str,
 
 def _interval(facts: dict[str, Any], *, sent_now: bool = False) -> float:
     """The interval the facts call for; `sent_now` when this poll just sent a command."""
+    seconds, why = _interval_and_why(facts, sent_now=sent_now)
+    # The benchmark counts polls by why they came when they did (a no-op otherwise).
+    instrumentation.detail(why)
+    return seconds
+
+
+def _interval_and_why(facts: dict[str, Any], *, sent_now: bool) -> tuple[float, str]:
     if facts.get("run_phase") is None and not facts.get("rack_run_open"):
-        return settings.GREENLIGHT_AGENT_IDLE_POLL_S
+        return settings.GREENLIGHT_AGENT_IDLE_POLL_S, "no run"
     if facts.get("command_running") or sent_now:
-        return settings.GREENLIGHT_AGENT_IDLE_POLL_S
+        return settings.GREENLIGHT_AGENT_IDLE_POLL_S, "command running"
     short = settings.GREENLIGHT_AGENT_POLL_S
     quiet = facts.get("run_phase") in _QUIET_PHASES and not facts.get("rack_run_open")
     settled = (QUIET_POLL_FACTOR if quiet else SETTLED_POLL_FACTOR) * short
@@ -473,7 +481,8 @@ def _interval(facts: dict[str, Any], *, sent_now: bool = False) -> float:
         node_s = min(max(BACKOFF_SHARE * since, short), settled)
     else:
         node_s = settled
-    return max(node_s / clock.scale(), MIN_POLL_S)
+    why = ("quiet phase" if quiet else "in band") + (", settled" if node_s >= settled else "")
+    return max(node_s / clock.scale(), MIN_POLL_S), why
 
 
 def record_inventory(session: AgentSession, inventory: dict[str, Any]) -> None:

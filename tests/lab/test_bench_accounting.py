@@ -37,6 +37,25 @@ def test_each_endpoint_is_counted_by_its_url_name(tmp_path, monkeypatch):
 
 
 @pytest.mark.django_db
+def test_a_request_that_says_why_is_counted_under_its_reason_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("GREENLIGHT_QUERY_LOG_DIR", str(tmp_path))
+
+    def answer(request):
+        request.resolver_match = resolve(request.path)
+        instrumentation.detail("quiet phase")
+        return "answered"
+
+    middleware = instrumentation.QueryCountMiddleware(answer)
+    for _ in range(3):
+        middleware(RequestFactory().post("/agent/v1/poll"))
+    instrumentation._flush("web", force=True)
+
+    endpoints = endpoints_logged(tmp_path, nodes=1)
+    assert endpoints["agent_api:poll[quiet phase]"]["requests_per_node"] >= 3.0
+    assert endpoints["agent_api:poll"]["requests_per_node"] >= 3.0
+
+
+@pytest.mark.django_db
 def test_a_workers_looks_are_counted_by_phase(tmp_path, monkeypatch):
     monkeypatch.setenv("GREENLIGHT_QUERY_LOG_DIR", str(tmp_path))
     with instrumentation.counting("worker"):
