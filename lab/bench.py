@@ -204,6 +204,26 @@ def queries_logged(directory: Path) -> int:
     return sum(json.loads(p.read_text())["queries"] for p in directory.glob("*.json"))
 
 
+def gc_logged(directory: Path, nodes: int) -> dict[str, dict[str, float]]:
+    """Per process role (web servers, workers): the garbage collector's seconds per node and
+    passes, full ones apart."""
+    totals: dict[str, dict[str, float]] = {}
+    for path in directory.glob("*.json"):
+        counted = json.loads(path.read_text()).get("gc")
+        if counted:
+            into = totals.setdefault(path.stem.split("-")[0], {})
+            for key, value in counted.items():
+                into[key] = into.get(key, 0) + value
+    return {
+        role: {
+            "s_per_node": round(entry["seconds"] / max(nodes, 1), 4),
+            "collections": entry["collections"],
+            "full": entry["full"],
+        }
+        for role, entry in sorted(totals.items())
+    }
+
+
 def endpoints_logged(
     directory: Path, nodes: int, kind: str = "endpoints"
 ) -> dict[str, dict[str, float]]:
@@ -387,6 +407,8 @@ def run_bench(
         "endpoints": endpoints_logged(queries_dir, len(nodes)),
         # Each worker task, and each phase's looks: where the workers' CPU goes.
         "worker_work": endpoints_logged(queries_dir, len(nodes), kind="work"),
+        # The garbage collector's share of it, by role.
+        "gc": gc_logged(queries_dir, len(nodes)),
         "tasks_per_s": round(steps / wall_s, 1),
         "queries_per_phase": round(queries_logged(queries_dir) / max(phases, 1), 1),
         "worker_peak_rss_mb": round(sampler.peak_worker_rss / 2**20, 1),

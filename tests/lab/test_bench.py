@@ -53,6 +53,7 @@ def test_bench_measures_a_small_deployment_and_writes_json_and_plot(tmp_path):
     poll = data["endpoints"]["agent_api:poll"]
     assert poll["requests_per_node"] > 0 and poll["cpu_ms_per_request"] > 0
     assert data["endpoints"]["agent_api:checkin"]["queries_per_request"] > 0
+    assert data["gc"]["worker"]["collections"] > 0
     # Polls are also counted by why they came when they did.
     assert any(name.startswith("agent_api:poll[") for name in data["endpoints"])
     # And where the workers' CPU goes: per task, and per phase's looks within the steps.

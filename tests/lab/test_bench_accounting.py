@@ -3,6 +3,7 @@ requests, queries and CPU, and the CPU of the PostgreSQL and Redis a site pays f
 
 from __future__ import annotations
 
+import gc
 import time
 
 import pytest
@@ -11,7 +12,7 @@ from django.test import RequestFactory
 from django.urls import resolve
 
 from common import instrumentation
-from lab.bench import datastore_cpu, endpoints_logged
+from lab.bench import datastore_cpu, endpoints_logged, gc_logged
 
 
 @pytest.mark.django_db
@@ -68,6 +69,19 @@ def test_a_workers_looks_are_counted_by_phase(tmp_path, monkeypatch):
     look = endpoints_logged(tmp_path, nodes=1, kind="work")["look:test_phase"]
     assert look["requests_per_node"] >= 3.0
     assert look["queries_per_request"] == 2.0
+
+
+def test_the_garbage_collectors_time_is_counted(tmp_path, monkeypatch):
+    monkeypatch.setenv("GREENLIGHT_QUERY_LOG_DIR", str(tmp_path))
+    instrumentation.time_gc()
+    instrumentation.time_gc()  # once per process, however often asked
+    assert gc.callbacks.count(instrumentation._time_gc) == 1
+    gc.collect()
+    instrumentation._flush("worker", force=True)
+
+    counted = gc_logged(tmp_path, nodes=1)["worker"]
+    assert counted["collections"] >= 1 and counted["full"] >= 1
+    assert counted["s_per_node"] > 0
 
 
 def test_postgres_cpu_counts_backends_that_have_exited():
