@@ -78,6 +78,8 @@ class Agent:
         self.commands: dict[int, CommandState] = {}
         self.polls = 0
         self._poll_soon = asyncio.Event()
+        # Seconds after a reported result before the next poll: its answer's poll_s.
+        self._after_result_s = 0.0
         self._tasks: set[asyncio.Task] = set()
         self._loop_task: asyncio.Task | None = None
 
@@ -111,6 +113,9 @@ class Agent:
     async def _serve(self) -> None:
         await self.check_in()
         if self.token is not None:
+            # No command can wait for a boot that has just checked in: Greenlight sends the
+            # first once its run has looked at the check-in, which the answer's poll_s allows.
+            await asyncio.sleep(self.poll_s)
             await self._poll_loop()
 
     # -- check-in ---------------------------------------------------------------------------
@@ -161,11 +166,21 @@ class Agent:
             delay = await self.poll_once()
             if delay is None:
                 return
+            await self._until_next_poll(delay)
+
+    async def _until_next_poll(self, delay: float) -> None:
+        """Wait `delay`, or less once a result is reported: the next command usually follows
+        it, once Greenlight has looked at the result, which the result's answer says to allow.
+        Asked at once, the poll found nothing (one wasted poll for every result)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + delay
+        while True:
             self._poll_soon.clear()
             try:
-                await asyncio.wait_for(self._poll_soon.wait(), delay)
+                await asyncio.wait_for(self._poll_soon.wait(), max(deadline - loop.time(), 0))
             except TimeoutError:
-                pass
+                return
+            deadline = min(deadline, loop.time() + self._after_result_s)
 
     async def poll_once(self) -> float | None:
         """Report what is unreported, ask for commands, start them; the seconds to the next
@@ -220,6 +235,7 @@ class Agent:
         answer = await self._post(protocol.command_result_path(state.id), state.as_dict())
         # A 4xx means Greenlight will never take it (the command was closed or is not ours).
         state.reported = answer is not None and answer.status_code < 500
+        self._after_result_s = _poll_s_of(answer)
         self._poll_soon.set()  # the next command usually follows a result
 
     async def _report_pending(self) -> None:
@@ -245,3 +261,13 @@ def _error_of(answer: httpx.Response) -> str:
         return str(answer.json().get("error", "refused"))
     except ValueError:
         return f"HTTP {answer.status_code}"
+
+
+def _poll_s_of(answer: httpx.Response | None) -> float:
+    """The poll_s an answer gives, or 0 (ask at once) when it gives none that can be read."""
+    if answer is None or answer.status_code != 200:
+        return 0.0
+    try:
+        return max(float(answer.json().get("poll_s") or 0.0), 0.0)
+    except (ValueError, TypeError, AttributeError):
+        return 0.0
