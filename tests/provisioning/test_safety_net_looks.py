@@ -41,6 +41,13 @@ def gate_run(node, manifest, profile, django_capture_on_commit_callbacks) -> Run
         return waiting_on_agent(node, "gate:gpu_health", "running")
 
 
+@pytest.fixture
+def handing_over(gate_run) -> Run:
+    """The gate's run while a step holds it, about to hand it over."""
+    Run.objects.filter(pk=gate_run.pk).update(status=RunStatus.RUNNING)
+    return gate_run
+
+
 @pytest.mark.django_db
 def test_a_wait_for_an_agents_result_is_a_row_not_a_message(
     gate_run, settings, django_capture_on_commit_callbacks
@@ -62,13 +69,14 @@ def test_a_wait_for_an_agents_result_is_a_row_not_a_message(
 
 @pytest.mark.django_db
 def test_a_safety_net_is_sent_once_it_falls_within_one_sweep(
-    gate_run, django_capture_on_commit_callbacks
+    handing_over, django_capture_on_commit_callbacks
 ):
-    Run.objects.filter(pk=gate_run.pk).update(status=RunStatus.RUNNING)
     now = timezone.now()
     due = now + timedelta(seconds=30)
     with django_capture_on_commit_callbacks(execute=False) as sent:
-        hand_over(gate_run, due, wait_reason="agent running run_tools", now=now, safety_net=True)
+        hand_over(
+            handing_over, due, wait_reason="agent running run_tools", now=now, safety_net=True
+        )
         # Within the longest countdown, but more than a sweep ahead: the sweep leaves it.
         assert dispatch_due(now=due - timedelta(seconds=SWEEP_S + 1)) == 0
         assert sent == []
@@ -80,19 +88,19 @@ def test_a_safety_net_is_sent_once_it_falls_within_one_sweep(
 
 @pytest.mark.django_db
 def test_an_ordinary_look_after_a_safety_net_is_sent_as_before(
-    gate_run, django_capture_on_commit_callbacks
+    handing_over, django_capture_on_commit_callbacks
 ):
-    Run.objects.filter(pk=gate_run.pk).update(status=RunStatus.RUNNING)
+    run = handing_over
     now = timezone.now()
     with django_capture_on_commit_callbacks(execute=False):
-        hand_over(gate_run, now + timedelta(seconds=30), now=now, safety_net=True)
-    gate_run.refresh_from_db()
-    gate_run.step += 1
-    Run.objects.filter(pk=gate_run.pk).update(step=gate_run.step, status=RunStatus.RUNNING)
+        hand_over(run, now + timedelta(seconds=30), now=now, safety_net=True)
+    run.refresh_from_db()
+    run.step += 1
+    Run.objects.filter(pk=run.pk).update(step=run.step, status=RunStatus.RUNNING)
     with django_capture_on_commit_callbacks(execute=False) as sent:
-        hand_over(gate_run, now + timedelta(seconds=30), now=now)
-    gate_run.refresh_from_db()
-    assert not gate_run.safety_net and gate_run.dispatched_at == now
+        hand_over(run, now + timedelta(seconds=30), now=now)
+    run.refresh_from_db()
+    assert not run.safety_net and run.dispatched_at == now
     assert len(sent) == 1
 
 
