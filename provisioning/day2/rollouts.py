@@ -172,8 +172,10 @@ def advance_rollout(rollout_id: int, now=None) -> Rollout:
                 return rollout
             # A window that shut stops new starts only: nodes it let in go on to the end.
             _start_waiting(rollout, entries, now or clock.wall_now())
-        if not rollout.entries.filter(status__in=(W, RUNNING)).exists():
-            _end(rollout, RolloutState.FINISHED, "")
+            # Only a running rollout finishes: a paused one keeps its reason (the failed wave a
+            # person must see) until that person resumes or cancels it, settled or not.
+            if not rollout.entries.filter(status__in=(W, RUNNING)).exists():
+                _end(rollout, RolloutState.FINISHED, "")
     return rollout
 
 

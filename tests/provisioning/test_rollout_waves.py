@@ -84,6 +84,27 @@ def test_a_wave_failing_past_its_threshold_pauses_the_rollout_naming_the_nodes(
     assert rollout.waves_cleared == 1
 
 
+def test_a_rollout_paused_on_its_last_wave_stays_paused_with_its_reason(manifest, profile, bob):
+    new, nodes = _fleet(manifest, [("hall-1", "R01")] * 3)
+    policy = WavePolicy(canary=1, wave_growth=2, failure_threshold_pct=0)
+    rollout = start_rollout(new, actor=bob, concurrency=10, policy=policy)
+    succeed(_runs(rollout)[0])
+    advance_rollout(rollout.pk)
+    succeed(_runs(rollout)[1])
+    fail(_runs(rollout)[2], "bmc image failed verification")
+    rollout = advance_rollout(rollout.pk)
+    assert rollout.state == RolloutState.PAUSED
+    assert statuses(rollout) == [DONE, DONE, FAILED]
+    # Every node is settled, and sweep after sweep the rollout still waits for a person.
+    for _ in range(2):
+        rollout = advance_rollout(rollout.pk)
+        assert rollout.state == RolloutState.PAUSED and rollout.finished_at is None
+        assert rollout.reason.startswith("wave 2 failed 1 of 2 nodes (50% > 0%)")
+    # Resuming accepts the failed wave: nothing is left to start, so it finishes.
+    rollout = resume_rollout(rollout, actor=bob)
+    assert rollout.state == RolloutState.FINISHED and rollout.finished_at is not None
+
+
 def test_nodes_start_only_inside_their_sites_maintenance_window(manifest, profile, bob):
     new, nodes = _fleet(manifest, [("berlin", "B01"), ("berlin", "B01"), ("austin", "A01")])
     berlin = Site.objects.get(name="berlin")
