@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -216,7 +217,8 @@ def outcome_of_exception(exc: Exception, node: Node) -> Outcome:
 
 
 def start_phase(run: Run, record: PhaseRecord) -> None:
-    """Mark a phase running, with its deadline, and say so."""
+    """Mark a phase running, with its deadline, and say so: in one transaction, so a worker or
+    a database lost between the two leaves no attempt that the event log never saw start."""
     ctx = PhaseContext(run=run, node=run.node, record=record, manifest=run.manifest.spec)
     now = timezone.now()
     record.status = PhaseStatus.RUNNING
@@ -227,6 +229,11 @@ def start_phase(run: Run, record: PhaseRecord) -> None:
     record.stage_started_at = now
     record.error = ""
     record.deadline_at = now + clock.window(_limit(ctx))
+    with transaction.atomic(savepoint=False):
+        _write_phase_start(run, record)
+
+
+def _write_phase_start(run: Run, record: PhaseRecord) -> None:
     record.save()
     Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
     run.current_phase = record.phase
@@ -275,6 +282,7 @@ def nudged_during_look(run: Run, claimed_at: datetime | None) -> bool:
 
 
 def finish_phase(run: Run, record: PhaseRecord, outcome: Done | Skipped) -> None:
+    """Mark a phase done or skipped and say so, in one transaction (as start_phase)."""
     skipped = isinstance(outcome, Skipped)
     record.status = PhaseStatus.SKIPPED if skipped else PhaseStatus.DONE
     record.finished_at = timezone.now()
@@ -283,7 +291,12 @@ def finish_phase(run: Run, record: PhaseRecord, outcome: Done | Skipped) -> None
     record.wait_reason = ""
     if outcome.log:
         record.log = (record.log + "\n" + outcome.log).strip()
-    record.save()
+    with transaction.atomic(savepoint=False):
+        record.save()
+        _say_phase_ended(run, record, skipped)
+
+
+def _say_phase_ended(run: Run, record: PhaseRecord, skipped: bool) -> None:
     kind = EventKind.PHASE_SKIPPED if skipped else EventKind.PHASE_DONE
     what = "no delta" if skipped else f"{len(record.changes)} change(s)"
     record_event(
@@ -316,16 +329,18 @@ def wait(
     first_time = record.status != PhaseStatus.WAITING or not record.wait_reason.startswith(reason)
     record.status = PhaseStatus.WAITING
     record.wait_reason = text[:300]
-    record.save(update_fields=["status", "wait_reason"])
+    # With its event or not at all: a later look that reads this reason says nothing new.
+    with transaction.atomic(savepoint=False):
+        record.save(update_fields=["status", "wait_reason"])
+        if first_time:
+            record_event(
+                run.node,
+                EventKind.PHASE_WAITING,
+                actor_label="engine",
+                message=f"{record.phase}: {reason}",
+                data={"run": run.pk, "phase": record.phase},
+            )
     due = timezone.now() + clock.real_delta(seconds)
-    if first_time:
-        record_event(
-            run.node,
-            EventKind.PHASE_WAITING,
-            actor_label="engine",
-            message=f"{record.phase}: {reason}",
-            data={"run": run.pk, "phase": record.phase},
-        )
     hand_over(run, due, wait_reason=text[:300], claimed_at=ctx.claimed_at, safety_net=safety_net)
 
 
@@ -363,14 +378,15 @@ def phase_failure(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Fai
     record.status = PhaseStatus.FAILED
     record.error = outcome.reason
     record.finished_at = timezone.now()
-    record.save(update_fields=["status", "error", "finished_at"])
-    retry_event(
-        run,
-        record,
-        f"{record.phase} failed, retrying from observe: {outcome.reason}",
-        budget="failure",
-        component=outcome.component,
-    )
+    with transaction.atomic(savepoint=False):
+        record.save(update_fields=["status", "error", "finished_at"])
+        retry_event(
+            run,
+            record,
+            f"{record.phase} failed, retrying from observe: {outcome.reason}",
+            budget="failure",
+            component=outcome.component,
+        )
     hand_over(run, timezone.now() + clock.real_delta(30), claimed_at=ctx.claimed_at)
     return False
 
