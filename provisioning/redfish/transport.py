@@ -16,6 +16,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from common import instrumentation
 from common.user_agent import user_agent
 
 from . import errors, quirks
@@ -260,7 +261,8 @@ class Transport:
                 # A session can expire under us (BMC reboot, idle timeout): log in afresh once.
                 self._relogged = True
                 self.session_token = None
-                self.login(self._sessions_path)
+                with instrumentation.work("bmc_session:relogin"):
+                    self.login(self._sessions_path)
                 return self.request(
                     method,
                     path,

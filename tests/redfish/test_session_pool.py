@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from common import instrumentation
 from provisioning.redfish.errors import BmcUnreachable
 from provisioning.redfish.pool import SessionPool, pool_key
 
@@ -75,3 +76,28 @@ def test_clients_are_shared_only_under_the_same_credentials(hall):
     bmc = hall.bmc(0)
     assert _key(bmc) != _key(bmc, password="another")
     assert "another" not in repr(_key(bmc, password="another")), "no password in the key"
+
+
+def test_the_benchmark_counts_what_the_pool_saved_and_what_it_did_not(hall, tmp_path, monkeypatch):
+    # Issue 32: at 741 nodes a worker spent about a quarter of its CPU opening sessions and
+    # re-reading what an open client caches; these counts say how often, and why.
+    monkeypatch.setenv("GREENLIGHT_QUERY_LOG_DIR", str(tmp_path))
+    counted = instrumentation._work
+    before = {name: dict(entry) for name, entry in counted.items()}
+    bmc = hall.bmc(1)
+    kept, forgetful = SessionPool(), SessionPool(idle_s=0)
+    for pool in (kept, kept, kept, forgetful, forgetful):
+        if pool is kept and kept.reused == 1:
+            bmc.node.sessions.clear()  # the BMC forgot it: the next request logs in again
+        with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+            client.system_info()
+    kept.close_all()
+    forgetful.close_all()
+
+    def added(name: str) -> int:
+        return counted.get(name, {}).get("requests", 0) - before.get(name, {}).get("requests", 0)
+
+    # kept: opened, reused, reused with a new login; forgetful: opened, expired and opened.
+    names = ("opened", "reused", "relogin", "expired")
+    assert [added(f"bmc_session:{name}") for name in names] == [3, 2, 1, 1]
+    assert counted["bmc_session:opened"]["cpu_s"] > 0
