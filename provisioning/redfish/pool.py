@@ -44,8 +44,9 @@ class SessionPool:
     def lend(self, key: PoolKey, factory: Callable[[], RedfishClient]) -> Iterator[RedfishClient]:
         """An open client for the key's BMC; returned to the pool after the block if healthy."""
         client = self._take(key)
-        # The benchmark counts both, with an open's CPU: each miss is a login, a read of the
-        # service root and of what the client caches (systems, managers, linked parts) again.
+        # The benchmark counts both. A miss costs the open counted here (the service root, a
+        # login) and, later in the look, reading again what a client caches (systems, managers,
+        # the parts firmware entries link to).
         if client is None:
             with instrumentation.work("bmc_session:opened"):
                 client = factory()
