@@ -230,22 +230,18 @@ def start_phase(run: Run, record: PhaseRecord) -> None:
     record.error = ""
     record.deadline_at = now + clock.window(_limit(ctx))
     with transaction.atomic(savepoint=False):
-        _write_phase_start(run, record)
-
-
-def _write_phase_start(run: Run, record: PhaseRecord) -> None:
-    record.save()
-    Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
-    run.current_phase = record.phase
-    if gate_of(record.phase) and run.node.state == NodeState.PROVISIONING:
-        move_node(run, NodeState.VALIDATING, "provisioning phases done; acceptance gates start")
-    record_event(
-        run.node,
-        EventKind.PHASE_STARTED,
-        actor_label="engine",
-        message=f"{record.phase} started (attempt {record.attempts})",
-        data={"run": run.pk, "phase": record.phase, "attempt": record.attempts},
-    )
+        record.save()
+        Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
+        run.current_phase = record.phase
+        if gate_of(record.phase) and run.node.state == NodeState.PROVISIONING:
+            move_node(run, NodeState.VALIDATING, "provisioning phases done; acceptance gates start")
+        record_event(
+            run.node,
+            EventKind.PHASE_STARTED,
+            actor_label="engine",
+            message=f"{record.phase} started (attempt {record.attempts})",
+            data={"run": run.pk, "phase": record.phase, "attempt": record.attempts},
+        )
 
 
 def handle_outcome(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Outcome) -> bool:
@@ -291,21 +287,17 @@ def finish_phase(run: Run, record: PhaseRecord, outcome: Done | Skipped) -> None
     record.wait_reason = ""
     if outcome.log:
         record.log = (record.log + "\n" + outcome.log).strip()
-    with transaction.atomic(savepoint=False):
-        record.save()
-        _say_phase_ended(run, record, skipped)
-
-
-def _say_phase_ended(run: Run, record: PhaseRecord, skipped: bool) -> None:
     kind = EventKind.PHASE_SKIPPED if skipped else EventKind.PHASE_DONE
     what = "no delta" if skipped else f"{len(record.changes)} change(s)"
-    record_event(
-        run.node,
-        kind,
-        actor_label="engine",
-        message=f"{record.phase} {'skipped' if skipped else 'done'}: {what}",
-        data={"run": run.pk, "phase": record.phase, "changes": record.changes},
-    )
+    with transaction.atomic(savepoint=False):
+        record.save()
+        record_event(
+            run.node,
+            kind,
+            actor_label="engine",
+            message=f"{record.phase} {'skipped' if skipped else 'done'}: {what}",
+            data={"run": run.pk, "phase": record.phase, "changes": record.changes},
+        )
 
 
 def wait(

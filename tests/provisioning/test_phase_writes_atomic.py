@@ -14,7 +14,7 @@ from provisioning.choices import PhaseStatus
 from provisioning.core import engine
 from provisioning.core.phases.base import PhaseContext
 from provisioning.models import PhaseRecord
-from provisioning.outcomes import Done
+from provisioning.outcomes import Done, Failure
 from tests.support.scenes import make_run
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -73,3 +73,13 @@ def test_a_wait_whose_event_is_lost_is_not_written_either(node, monkeypatch):
         PhaseStatus.RUNNING,
         "",
     )
+
+
+def test_a_failed_attempt_whose_event_is_lost_is_not_written_either(node, monkeypatch):
+    run = make_run(node, phases_done=3, failure_budget=3)
+    record = _current(run)
+    ctx = PhaseContext(run=run, node=run.node, record=record, manifest=run.manifest.spec)
+    monkeypatch.setattr(engine, "record_event", _database_lost)
+    with pytest.raises(OperationalError):
+        engine.phase_failure(run, record, ctx, Failure("the BMC refused the image"))
+    assert run.phases.values_list("status", "error").get(order=3) == (PhaseStatus.RUNNING, "")
