@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from common import instrumentation
+from provisioning.redfish import pool as pool_module
 from provisioning.redfish.errors import BmcUnreachable
 from provisioning.redfish.pool import SessionPool, pool_key
 
@@ -69,6 +70,31 @@ def test_an_idle_session_is_logged_out_not_reused(hall):
         client.system_info()
         assert not first & set(bmc.node.sessions.values()), "the stale session was logged out"
     assert pool.opened == 2
+    pool.close_all()
+
+
+def test_a_session_idle_for_minutes_is_reused_and_logged_out_before_the_bmc_would(
+    hall, monkeypatch, settings
+):
+    # Issue 32: at 741 nodes a node's next step often came more than a minute after its last;
+    # a pool that gave sessions up after 60 s paid for opening them again. Kept under Lenovo
+    # XCC's default SessionTimeout (300 s), so the BMC rarely closes one first.
+    bmc = hall.bmc(0)
+    now = [1000.0]
+    monkeypatch.setattr(pool_module.time, "monotonic", lambda: now[0])
+    pool = SessionPool(idle_s=settings.GREENLIGHT_BMC_SESSION_IDLE_S)
+    with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        client.system_info()
+    now[0] += 180  # three minutes without a step for this node
+    with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        client.system_info()
+    assert (pool.opened, pool.reused) == (1, 1)
+    now[0] += 300
+    assert pool.idle_s < 300
+    with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
+        client.system_info()
+    assert pool.opened == 2, "a session idle past the pool's time is not lent again"
+    assert len(bmc.node.sessions) == 1, "and it was logged out"
     pool.close_all()
 
 
