@@ -10,7 +10,7 @@ class ProvisioningConfig(AppConfig):
         from fleet.lifecycle import node_moved
 
         from . import checks  # noqa: F401  (registers the scheduler check; needs the app registry)
-        from .agents import sessions
+        from .agents import intervals, sessions
         from .core import contests, erase_reports, run_end, session_ends
         from .core.phases import OUT_OF_BAND_PHASE_NAMES
         from .day2 import rollouts, scheduler_sync, suspect
@@ -26,7 +26,7 @@ class ProvisioningConfig(AppConfig):
         # sits below the run core and cannot call it).
         sessions.on_contest(contests.settle)
         # An agent alive through a phase that sends it nothing polls less (same reason).
-        sessions.phases_without_commands(OUT_OF_BAND_PHASE_NAMES)
+        intervals.phases_without_commands(OUT_OF_BAND_PHASE_NAMES)
         # A tenant's wipe run certifies its erase (the erase phase names no wipe).
         erase_reports.register(wipes.certify_erase)
         # The day-2 modules follow the run core's one exit, told in this order (run_end).

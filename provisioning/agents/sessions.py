@@ -10,17 +10,15 @@ fleet.refusals: a flood of them from one source within a minute is one event wit
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NoReturn
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from common import instrumentation
 from common.prepared_reads import PreparedRead
 from fleet.choices import EventKind
 from fleet.events import record as record_event
@@ -28,51 +26,28 @@ from fleet.events import truncate
 from fleet.models import Node
 from fleet.refusals import record_refusal
 
-from .. import clock
 from ..boot import credentials as boot_credentials
 from ..boot.credentials import derive_token, hash_token
 from ..choices import (
     ACTIVE_RUN_STATUSES,
-    OPEN_RACK_RUN_STATUSES,
     AgentEnvironment,
     CommandStatus,
 )
-from ..models import AgentCommand, AgentSession, BootCredential, RackRun, Run
+from ..models import AgentCommand, AgentSession, BootCredential, Run
 from ..scheduling import nudge_runs
+from .intervals import (
+    INTERVAL_FACTS,
+    interval,
+    interval_facts,
+    poll_interval,
+    recent_activity_since,
+)
 from .link import silence_after
 
 # Caller-provided text kept in a refusal's reason (the 403 answer and the event).
 REFUSAL_TEXT_LIMIT = 200
-# No agent is asked to poll more often than this, however fast the clock runs.
-MIN_POLL_S = 0.1
-# Node seconds after a check-in or a finished command in which the next command is expected;
-# past them, an agent with nothing to do polls this many times less often.
-RECENT_ACTIVITY_S = 120.0
 # A boot's commands still to run or running: what a poll delivers.
 OPEN_COMMANDS = (CommandStatus.QUEUED, CommandStatus.SENT)
-SETTLED_POLL_FACTOR = 5
-# Within that span the interval is this share of the time since the activity (between the short
-# and the settled one): the next command usually comes within seconds, and an agent still asking
-# after twenty has most likely a reboot or a firmware act to wait for. A fixed short interval
-# made 60 polls of every such span (two thirds of the agents' API's CPU in the benchmark).
-BACKOFF_SHARE = 0.5
-# In a phase that sends its agent nothing (an out-of-band one: the BMC's firmware, its BIOS
-# settings) the interval grows, the same way, up to this many short intervals: two thirds of a
-# node's polls came in its firmware phases at the settled interval (111 of 154 a node in a lab
-# run of 2 nodes at speed 20), for commands that only the next phase sends. The phase that follows waits at most this
-# for its first command's poll (60 node seconds at the defaults, once or twice a run).
-QUIET_POLL_FACTOR = 30
-
-
-# The run phases that send the agent nothing, as the run core names them at ready() (the agent
-# channel sits below it): its out-of-band phases.
-_QUIET_PHASES: set[str] = set()
-
-
-def phases_without_commands(names: Iterable[str]) -> None:
-    """Name the run phases that send the agent nothing; a poll in them backs off further."""
-    _QUIET_PHASES.update(names)
-
 
 # Who stops what a contested credential served: the run core registers it at ready()
 # (core/contests.py). Each returns the reason shown on the node, or None when the redemption
@@ -116,14 +91,14 @@ class CheckIn:
 CHECK_IN_CREDENTIAL = PreparedRead(
     lambda secret_hash, recent: (
         boot_credentials.live_credentials(secret_hash)
-        .annotate(**_interval_facts(OuterRef("node_id"), recent))
+        .annotate(**interval_facts(OuterRef("node_id"), recent))
         .order_by("pk")[:1]
     )
 )
 
 
 def _credential_with_facts(secret_hash: str) -> BootCredential | None:
-    return CHECK_IN_CREDENTIAL.first(secret_hash, _recent_activity_since())
+    return CHECK_IN_CREDENTIAL.first(secret_hash, recent_activity_since())
 
 
 def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
@@ -167,7 +142,7 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
                 nonce=nonce,
                 inventory=claim.inventory,
                 inventory_at=now,
-                expected_by=now + silence_after(_interval(facts)),
+                expected_by=now + silence_after(interval(facts)),
             )
             older = AgentSession.objects.filter(node=node, revoked_at__isnull=True)
             older.exclude(pk=session.pk).update(revoked_at=now)
@@ -193,7 +168,7 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
     # the commit (that spent the credential: nothing after it may fail the answer). This boot
     # checked in just now, and the node has no command running: the older boots' open ones
     # were judged lost above, and this one has none yet.
-    session.poll_s = _interval({**facts, "command_running": False, "boot_at": session.created_at})
+    session.poll_s = interval({**facts, "command_running": False, "boot_at": session.created_at})
     return session, token
 
 
@@ -212,16 +187,25 @@ def _session_by_token(token_hash: str) -> AgentSession | None:
     return AgentSession.objects.select_related("node").filter(token_hash=token_hash).first()
 
 
+def _sent_ids(rank: slice) -> Subquery:
+    sent = AgentCommand.objects.filter(session=OuterRef("pk"), status=CommandStatus.SENT)
+    return Subquery(sent.order_by("-pk").values("pk")[rank])
+
+
 # The poll's one read, compiled once per thread: building and compiling this queryset cost
 # 3.0 ms of CPU on PostgreSQL against 0.27 ms for running it (common/prepared_reads.py), and
-# polls are most of the agents' requests (80 a node in a 74-node benchmark).
+# polls are most of the agents' requests (80 a node in a 74-node benchmark). What the boot has
+# open comes with it: whether a command is queued, and the newest two sent, which is enough to
+# tell a poll while its one command runs that it has nothing to deliver (see poll).
 POLL_SESSION = PreparedRead(
     lambda token_hash, recent: (
         AgentSession.objects.annotate(
-            has_open_commands=Exists(
-                AgentCommand.objects.filter(session=OuterRef("pk"), status__in=OPEN_COMMANDS)
+            has_queued_commands=Exists(
+                AgentCommand.objects.filter(session=OuterRef("pk"), status=CommandStatus.QUEUED)
             ),
-            **_interval_facts(OuterRef("node_id"), recent),
+            newest_sent_id=_sent_ids(slice(0, 1)),
+            second_sent_id=_sent_ids(slice(1, 2)),
+            **interval_facts(OuterRef("node_id"), recent),
         )
         .select_related("node")
         .filter(token_hash=token_hash)
@@ -231,7 +215,7 @@ POLL_SESSION = PreparedRead(
 
 
 def _poll_session_by_token(token_hash: str) -> AgentSession | None:
-    return POLL_SESSION.first(token_hash, _recent_activity_since())
+    return POLL_SESSION.first(token_hash, recent_activity_since())
 
 
 def _reported_commands(command_id: int, token_hash: str) -> QuerySet[AgentCommand]:
@@ -247,7 +231,7 @@ def _reported_commands(command_id: int, token_hash: str) -> QuerySet[AgentComman
 def _reported_commands_with_facts(
     command_id: int, token_hash: str, recent: datetime
 ) -> QuerySet[AgentCommand]:
-    facts = _interval_facts(OuterRef("node_id"), recent)
+    facts = interval_facts(OuterRef("node_id"), recent)
     # Once the result is stored this command runs no more: only the node's others count.
     facts["command_running"] = Exists(
         AgentCommand.objects.filter(node_id=OuterRef("node_id"), status=CommandStatus.SENT).exclude(
@@ -278,7 +262,7 @@ def authenticate_report(
     if token and 0 < command_id <= MAX_ID:
         if interval:
             command = REPORTED_COMMAND_WITH_FACTS.first(
-                command_id, hash_token(token), _recent_activity_since()
+                command_id, hash_token(token), recent_activity_since()
             )
         else:
             command = REPORTED_COMMAND.first(command_id, hash_token(token))
@@ -344,12 +328,13 @@ def poll(session: AgentSession, known: set[int]) -> tuple[list[dict[str, Any]], 
 
     A command already sent that the agent does not list as known was lost on the way (the
     answer to an earlier poll never arrived): it is sent again. The agent never runs an id twice.
-    A session from authenticate_poll with nothing open costs no query here (a fleet's polls are
-    mostly that), and its liveness is written only every few polls (see seen).
+    A session from authenticate_poll with nothing to deliver costs no query here (a fleet's
+    polls are mostly that: nothing open, or the one command the agent runs), and its liveness
+    is written only every few polls (see seen).
     """
     now = timezone.now()
     pending: list[Any] = []
-    if getattr(session, "has_open_commands", True):
+    if _may_deliver(session, known):
         pending = list(
             AgentCommand.objects.filter(session=session, status__in=OPEN_COMMANDS)
             .order_by("pk")
@@ -362,7 +347,7 @@ def poll(session: AgentSession, known: set[int]) -> tuple[list[dict[str, Any]], 
             status=CommandStatus.SENT, sent_at=now
         )
     if hasattr(session, "command_running"):
-        poll_s = _interval(vars(session), sent_now=bool(queued))
+        poll_s = interval(vars(session), sent_now=bool(queued))
     else:
         poll_s = poll_interval(session.node_id)
     seen(session, poll_s, now)
@@ -371,6 +356,17 @@ def poll(session: AgentSession, known: set[int]) -> tuple[list[dict[str, Any]], 
         for c in deliver
     ]
     return commands, poll_s
+
+
+def _may_deliver(session: AgentSession, known: set[int]) -> bool:
+    """Whether the boot may have a command to deliver, from what authenticate_poll read with
+    the session (True where it read nothing): one queued, or one sent the agent does not list
+    as known (two or more sent: the commands are read to tell)."""
+    if not hasattr(session, "has_queued_commands"):
+        return True
+    if session.has_queued_commands or session.second_sent_id is not None:
+        return True
+    return session.newest_sent_id is not None and session.newest_sent_id not in known
 
 
 def seen(session: AgentSession, poll_s: float, now=None) -> bool:
@@ -388,26 +384,6 @@ def seen(session: AgentSession, poll_s: float, now=None) -> bool:
     return True
 
 
-def poll_interval(node_id: int) -> float:
-    """Seconds until the agent should ask again.
-
-    Short right after its boot checked in or its last command finished, when the run's next
-    command usually follows, then growing with the time since (half of it) up to the settled
-    interval; longer while a command of it is running (the result is pushed, and
-    a pushed result wakes the agent's next poll at once) or while an out-of-band phase keeps the
-    run busy elsewhere; long when the node has no run (nor a rack run open over its rack). The
-    short and middle intervals run on Greenlight's clock, so the lab's compressed time keeps
-    commands in proportion. One query.
-    """
-    facts = (
-        Node.objects.filter(pk=node_id)
-        .annotate(**_interval_facts(OuterRef("pk")))
-        .values(*INTERVAL_FACTS)
-        .first()
-    )
-    return _interval(facts or {})
-
-
 def interval_after_result(command: AgentCommand) -> float:
     """The interval to tell the agent whose result for `command` was just stored: as
     poll_interval would read it now, from the facts read with the command where it has them
@@ -415,74 +391,7 @@ def interval_after_result(command: AgentCommand) -> float:
     if not hasattr(command, "command_running"):
         return poll_interval(command.node_id)
     facts = {name: getattr(command, name) for name in INTERVAL_FACTS}
-    return _interval({**facts, "command_finished_at": timezone.now()})
-
-
-# What the poll interval follows from: EXISTS on the node's rows, and when it last did
-# something a next command follows (its boot checked in, a command finished), if recently.
-INTERVAL_FACTS = (
-    "run_phase",
-    "rack_run_open",
-    "command_running",
-    "boot_at",
-    "command_finished_at",
-)
-
-
-def _recent_activity_since() -> datetime:
-    """From when a boot's check-in or a finished command counts as recent (RECENT_ACTIVITY_S)."""
-    return timezone.now() - clock.real_delta(RECENT_ACTIVITY_S)
-
-
-def _interval_facts(node: OuterRef, recent: datetime | None = None) -> dict[str, Exists | Subquery]:
-    """The interval's facts (INTERVAL_FACTS) of the node `node` refers to; `recent`: from when
-    activity counts as recent (now's, when not given)."""
-    recent = recent or _recent_activity_since()
-    commands = AgentCommand.objects.filter(node_id=node)
-    boots = AgentSession.objects.filter(node_id=node, created_at__gte=recent)
-    finished = commands.filter(finished_at__gte=recent)
-    runs = Run.objects.filter(node_id=node, status__in=ACTIVE_RUN_STATUSES).order_by()
-    return {
-        # The active run's phase ("" before its first): None, no active run.
-        "run_phase": Subquery(runs.values("current_phase")[:1]),
-        # A rack member while its rack's rack run is open: after the members' own runs ended,
-        # the rack-wide gate asks each compute tray for its reports (provisioning.rack).
-        "rack_run_open": Exists(
-            RackRun.objects.filter(rack__nodes__pk=node, status__in=OPEN_RACK_RUN_STATUSES)
-        ),
-        "command_running": Exists(commands.filter(status=CommandStatus.SENT)),
-        "boot_at": Subquery(boots.order_by("-created_at").values("created_at")[:1]),
-        "command_finished_at": Subquery(
-            finished.order_by("-finished_at").values("finished_at")[:1]
-        ),
-    }
-
-
-def _interval(facts: dict[str, Any], *, sent_now: bool = False) -> float:
-    """The interval the facts call for; `sent_now` when this poll just sent a command."""
-    seconds, why = _interval_and_why(facts, sent_now=sent_now)
-    # The benchmark counts polls by why they came when they did (a no-op otherwise).
-    instrumentation.detail(why)
-    return seconds
-
-
-def _interval_and_why(facts: dict[str, Any], *, sent_now: bool) -> tuple[float, str]:
-    if facts.get("run_phase") is None and not facts.get("rack_run_open"):
-        return settings.GREENLIGHT_AGENT_IDLE_POLL_S, "no run"
-    if facts.get("command_running") or sent_now:
-        return settings.GREENLIGHT_AGENT_IDLE_POLL_S, "command running"
-    short = settings.GREENLIGHT_AGENT_POLL_S
-    quiet = facts.get("run_phase") in _QUIET_PHASES and not facts.get("rack_run_open")
-    settled = (QUIET_POLL_FACTOR if quiet else SETTLED_POLL_FACTOR) * short
-    active = [at for at in (facts.get("boot_at"), facts.get("command_finished_at")) if at]
-    if active:
-        # Node seconds since the latest activity: the longer nothing came, the less to expect.
-        since = clock.node_seconds(timezone.now() - max(active))
-        node_s = min(max(BACKOFF_SHARE * since, short), settled)
-    else:
-        node_s = settled
-    why = ("quiet phase" if quiet else "in band") + (", settled" if node_s >= settled else "")
-    return max(node_s / clock.scale(), MIN_POLL_S), why
+    return interval({**facts, "command_finished_at": timezone.now()})
 
 
 def record_inventory(session: AgentSession, inventory: dict[str, Any]) -> None:

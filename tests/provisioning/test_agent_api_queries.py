@@ -13,7 +13,7 @@ from django.utils import timezone
 from fleet.choices import EventKind
 from fleet.models import Event
 from provisioning.agents import link as agent_link
-from provisioning.agents.sessions import poll_interval
+from provisioning.agents.intervals import poll_interval
 from provisioning.boot.credentials import arm_for_boot, mint_host_credential
 from provisioning.core.phases import PHASE_NAMES
 from provisioning.models import AgentCommand, AgentSession, Run

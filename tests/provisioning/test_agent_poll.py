@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from provisioning.agents import link as agent_link
-from provisioning.agents.sessions import CheckIn, check_in, poll, poll_interval, seen
+from provisioning.agents.intervals import poll_interval
+from provisioning.agents.sessions import CheckIn, check_in, poll, seen
 from provisioning.core.phases import OUT_OF_BAND_PHASE_NAMES, PHASE_NAMES
 from provisioning.models import AgentCommand, AgentSession, Run
 from tests.support.scenes import booted_secret, make_run
@@ -140,6 +142,42 @@ def test_a_poll_with_nothing_to_say_is_one_read(polling_token, client, django_as
     with django_assert_num_queries(1):
         answer = _poll_over_http(client, token)
     assert answer.json() == {"commands": [], "poll_s": 2.0}
+
+
+def _poll_knowing(client, token, known):
+    return client.post(
+        "/agent/v1/poll",
+        json.dumps({"known": known}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    ).json()
+
+
+def test_a_poll_while_its_command_runs_is_one_read(
+    polling_token, client, django_assert_num_queries
+):
+    # Issue 32: at 741 nodes an agent polled 41 times while its commands ran, each poll three
+    # queries, one of them to read again the command the agent already had.
+    run, session, token = polling_token
+    command = agent_link.send(session, run, "secure_erase", "secure_erase", {})
+    assert [c["id"] for c in _poll_knowing(client, token, [])["commands"]] == [command.pk]
+    with django_assert_num_queries(1):
+        answer = _poll_knowing(client, token, [command.pk])
+    assert answer == {"commands": [], "poll_s": 30.0}
+
+
+def test_a_sent_command_the_agent_does_not_know_is_sent_again(polling_token, client):
+    # The answer that carried it was lost: the agent lists what it has, and it lacks this one.
+    run, session, token = polling_token
+    first = agent_link.send(session, run, "secure_erase", "secure_erase", {})
+    assert [c["id"] for c in _poll_knowing(client, token, [])["commands"]] == [first.pk]
+    assert [c["id"] for c in _poll_knowing(client, token, [])["commands"]] == [first.pk]
+    second = agent_link.send(session, run, "secure_erase", "inventory", {})
+    polled = _poll_knowing(client, token, [first.pk])["commands"]
+    assert [c["id"] for c in polled] == [second.pk], "a queued one is sent"
+    assert _poll_knowing(client, token, [first.pk, second.pk])["commands"] == []
+    assert [c["id"] for c in _poll_knowing(client, token, [second.pk])["commands"]] == [first.pk]
+    assert [c["id"] for c in _poll_knowing(client, token, [first.pk])["commands"]] == [second.pk]
 
 
 def test_liveness_is_written_every_few_polls_and_never_lets_a_live_agent_lapse(polling_token):

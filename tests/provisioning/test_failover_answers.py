@@ -22,7 +22,7 @@ from greenlight.celery import app
 from lab.processes import free_port
 from provisioning.agents import sessions
 from provisioning.agents.api import views as agent_views
-from provisioning.agents.sessions import poll_interval
+from provisioning.agents.intervals import poll_interval
 from provisioning.choices import RunStatus
 from provisioning.core.sweep import sweep
 from provisioning.models import AgentSession, Run

@@ -12,13 +12,12 @@ from django.utils import timezone
 
 from common.prepared_reads import PreparedRead
 from fleet.models import Node
+from provisioning.agents.intervals import INTERVAL_FACTS, interval_facts
 from provisioning.agents.sessions import (
     CHECK_IN_CREDENTIAL,
-    INTERVAL_FACTS,
     POLL_SESSION,
     REPORTED_COMMAND,
     REPORTED_COMMAND_WITH_FACTS,
-    _interval_facts,
     _reported_commands,
     _reported_commands_with_facts,
 )
@@ -138,7 +137,12 @@ def test_a_poll_s_session_is_the_orm_s_with_its_annotations_from_a_read_compiled
                 got = read.first(session.token_hash, since)
             assert field_values(got) == field_values(expected)
             assert field_values(got.node) == field_values(expected.node)
-            for name in ("has_open_commands", *INTERVAL_FACTS):
+            for name in (
+                "has_queued_commands",
+                "newest_sent_id",
+                "second_sent_id",
+                *INTERVAL_FACTS,
+            ):
                 assert getattr(got, name) == getattr(expected, name), name
     assert len(built) == 1
     assert read.first("no-such-hash", now) is None
@@ -178,7 +182,7 @@ def test_a_check_in_s_and_a_result_s_reads_are_the_orm_s_with_the_interval_facts
     secret_hash = hash_secret(secret)
     since = timezone.now() - timedelta(minutes=5)
     expected = (
-        live_credentials(secret_hash).annotate(**_interval_facts(OuterRef("node_id"), since)).get()
+        live_credentials(secret_hash).annotate(**interval_facts(OuterRef("node_id"), since)).get()
     )
     with django_assert_num_queries(1):
         got = CHECK_IN_CREDENTIAL.first(secret_hash, since)
