@@ -35,8 +35,9 @@ BACKOFF_SHARE = 0.5
 # In a phase that sends its agent nothing (an out-of-band one: the BMC's firmware, its BIOS
 # settings) the interval grows, the same way, up to this many short intervals: two thirds of a
 # node's polls came in its firmware phases at the settled interval (111 of 154 a node in a lab
-# run of 2 nodes at speed 20), for commands that only the next phase sends. The phase that follows waits at most this
-# for its first command's poll (60 node seconds at the defaults, once or twice a run).
+# run of 2 nodes at speed 20), for commands that only the next phase sends. The phase that
+# follows waits at most this for its first command's poll (60 node seconds at the defaults, once
+# or twice a run).
 QUIET_POLL_FACTOR = 30
 
 

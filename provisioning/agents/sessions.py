@@ -362,11 +362,13 @@ def _may_deliver(session: AgentSession, known: set[int]) -> bool:
     """Whether the boot may have a command to deliver, from what authenticate_poll read with
     the session (True where it read nothing): one queued, or one sent the agent does not list
     as known (two or more sent: the commands are read to tell)."""
-    if not hasattr(session, "has_queued_commands"):
+    if getattr(session, "has_queued_commands", True):
         return True
-    if session.has_queued_commands or session.second_sent_id is not None:
-        return True
-    return session.newest_sent_id is not None and session.newest_sent_id not in known
+    newest, second = (
+        getattr(session, "newest_sent_id", None),
+        getattr(session, "second_sent_id", None),
+    )
+    return second is not None or (newest is not None and newest not in known)
 
 
 def seen(session: AgentSession, poll_s: float, now=None) -> bool:
