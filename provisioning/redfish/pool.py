@@ -44,9 +44,16 @@ DEFAULT_IDLE_S = 240.0
 class SessionPool:
     """Idle open clients by BMC; `lend` hands one out exclusively for the length of a block."""
 
-    def __init__(self, *, idle_s: float = DEFAULT_IDLE_S, per_bmc: int = 2) -> None:
+    def __init__(
+        self,
+        *,
+        idle_s: float = DEFAULT_IDLE_S,
+        per_bmc: int = 2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.idle_s = idle_s
         self.per_bmc = per_bmc
+        self._clock = clock
         self._idle: dict[PoolKey, list[tuple[float, RedfishClient]]] = {}
         self._lock = threading.Lock()
         self._next_expiry = 0.0
@@ -74,7 +81,7 @@ class SessionPool:
             self._give_back(key, client)
 
     def _take(self, key: PoolKey) -> RedfishClient | None:
-        now = time.monotonic()
+        now = self._clock()
         stale: list[RedfishClient] = []
         found = None
         with self._lock:
@@ -104,7 +111,7 @@ class SessionPool:
         with self._lock:
             idle = self._idle.setdefault(key, [])
             if len(idle) < self.per_bmc:
-                idle.append((time.monotonic(), client))
+                idle.append((self._clock(), client))
             else:
                 extra = client
         if extra is not None:
