@@ -1,7 +1,8 @@
 """How often an agent is told to poll: often only when its next command is likely soon.
 
-What the interval follows from (INTERVAL_FACTS) is read with whatever the request reads anyway
-(a check-in's credential, a poll's session, a result's command), so telling it costs no query.
+What the interval follows from (INTERVAL_FACTS) is read with what the request reads anyway (a
+check-in's credential, a poll's session, a result's command: interval_facts annotates them), so
+telling it costs no query; poll_interval reads them alone for a caller that has none of those.
 """
 
 from __future__ import annotations
