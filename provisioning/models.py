@@ -48,9 +48,6 @@ class Run(models.Model):
     # Set when something the run waits for happened while a step was running (an agent checked
     # in, a command finished): the step then schedules its next look at once.
     nudged_at = models.DateTimeField(null=True, blank=True)
-    # When a step last claimed the run: a nudge newer than it has a look still to come, sooner
-    # than `next_look_at` says (the agents' poll interval reads both).
-    looked_at = models.DateTimeField(null=True, blank=True)
     # When the sweep last re-sent this run's look: it waits a whole margin before another.
     resent_at = models.DateTimeField(null=True, blank=True)
     # When this look's message was sent: at the hand-over, or by the sweep once the look came

@@ -12,14 +12,14 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, F, OuterRef, Q, Subquery
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from common import instrumentation
 from fleet.models import Node
 
 from .. import clock
-from ..choices import ACTIVE_RUN_STATUSES, OPEN_RACK_RUN_STATUSES, CommandStatus, RunStatus
+from ..choices import ACTIVE_RUN_STATUSES, OPEN_RACK_RUN_STATUSES, CommandStatus
 from ..models import AgentCommand, AgentSession, RackRun, Run
 
 # No agent is asked to poll more often than this, however fast the clock runs.
@@ -60,7 +60,6 @@ INTERVAL_FACTS = (
     "command_running",
     "boot_at",
     "command_finished_at",
-    "look_due_at",
 )
 
 
@@ -90,16 +89,6 @@ def interval_facts(node: OuterRef, recent: datetime | None = None) -> dict[str, 
         "command_finished_at": Subquery(
             finished.order_by("-finished_at").values("finished_at")[:1]
         ),
-        # When the run next looks, where nothing makes it look sooner: it waits on a timer of
-        # its own (a safety net waits for news that nudges it), and no nudge came since a step
-        # last claimed it. None otherwise.
-        "look_due_at": Subquery(
-            runs.filter(
-                Q(nudged_at__isnull=True) | Q(nudged_at__lte=F("looked_at")),
-                status=RunStatus.WAITING,
-                safety_net=False,
-            ).values("next_look_at")[:1]
-        ),
     }
 
 
@@ -119,25 +108,14 @@ def _interval_and_why(facts: dict[str, Any], *, sent_now: bool) -> tuple[float, 
     short = settings.GREENLIGHT_AGENT_POLL_S
     quiet = facts.get("run_phase") in _QUIET_PHASES and not facts.get("rack_run_open")
     settled = (QUIET_POLL_FACTOR if quiet else SETTLED_POLL_FACTOR) * short
-    now = timezone.now()
     active = [at for at in (facts.get("boot_at"), facts.get("command_finished_at")) if at]
     if active:
         # Node seconds since the latest activity: the longer nothing came, the less to expect.
-        since = clock.node_seconds(now - max(active))
+        since = clock.node_seconds(timezone.now() - max(active))
         node_s = min(max(BACKOFF_SHARE * since, short), settled)
     else:
         node_s = settled
-    why = "quiet phase" if quiet else "in band"
-    due = facts.get("look_due_at")
-    if quiet and due is not None and node_s < settled:
-        # A phase that sends the agent nothing ends only at one of the run's looks: a poll
-        # before the next one finds nothing (the out-of-band phases look every 60 node s, and
-        # the backoff alone asked eight times before the first).
-        until_look = clock.node_seconds(due - now) + short
-        if until_look > node_s:
-            node_s = min(until_look, settled)
-            why += ", until its look" if node_s < settled else ""
-    why += ", settled" if node_s >= settled else ""
+    why = ("quiet phase" if quiet else "in band") + (", settled" if node_s >= settled else "")
     return max(node_s / clock.scale(), MIN_POLL_S), why
 
 

@@ -127,8 +127,7 @@ def check_in(claim: CheckIn, *, remote: str = "") -> tuple[AgentSession, str]:
     claimed = {boot_credentials.normalise_mac(m) for m in claim.macs}
     if known and not known & claimed:
         _refuse(node, "check-in MACs match none of the node's recorded MACs", remote)
-    # The check-in nudges the run (below): its next look is now, whatever the run said before.
-    facts = {name: getattr(credential, name) for name in INTERVAL_FACTS} | {"look_due_at": None}
+    facts = {name: getattr(credential, name) for name in INTERVAL_FACTS}
     nonce = secrets.token_hex(16)
     token = derive_token(node.pk, claim.boot_id, nonce)
     now = timezone.now()
@@ -394,8 +393,7 @@ def interval_after_result(command: AgentCommand) -> float:
     if not hasattr(command, "command_running"):
         return poll_interval(command.node_id)
     facts = {name: getattr(command, name) for name in INTERVAL_FACTS}
-    # The result nudges the run (the view does): its next look is now.
-    return interval({**facts, "command_finished_at": timezone.now(), "look_due_at": None})
+    return interval({**facts, "command_finished_at": timezone.now()})
 
 
 def record_inventory(session: AgentSession, inventory: dict[str, Any]) -> None:

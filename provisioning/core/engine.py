@@ -79,17 +79,12 @@ def advance(run_id: int, step: int, *, worker: str = "") -> None:
     if run is None:
         return
     claimed = Run.objects.filter(claimable, pk=run_id, step=step).update(
-        step=F("step") + 1,
-        status=RunStatus.RUNNING,
-        next_look_at=lease,
-        held_by=worker,
-        looked_at=now,
+        step=F("step") + 1, status=RunStatus.RUNNING, next_look_at=lease, held_by=worker
     )
     if not claimed:
         return
     due, was_status, previous = run.next_look_at, run.status, run.held_by
     run.step, run.status, run.next_look_at, run.held_by = step + 1, RunStatus.RUNNING, lease, worker
-    run.looked_at = now
     if due is not None:
         if was_status == RunStatus.RUNNING:
             record_takeover(run, previous, lapsed_at=due)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import timedelta
 
 import pytest
 from django.test import Client
@@ -16,7 +15,6 @@ from fleet.models import Event
 from provisioning.agents import link as agent_link
 from provisioning.agents.intervals import poll_interval
 from provisioning.boot.credentials import arm_for_boot, mint_host_credential
-from provisioning.choices import RunStatus
 from provisioning.core.phases import PHASE_NAMES
 from provisioning.models import AgentCommand, AgentSession, Run
 from tests.support.scenes import booted_secret, make_run
@@ -137,19 +135,6 @@ def test_a_result_tells_the_interval_a_read_after_it_gives(client, checked_in):
     Run.objects.filter(pk=run.pk).update(status="succeeded")
     answer = _report(client, token, running.pk)
     assert answer.json()["poll_s"] == poll_interval(run.node_id) == 30.0
-
-
-def test_a_result_in_a_quiet_phase_is_told_the_short_interval(client, checked_in):
-    # The result nudges the run: its next look is now, not the one it waited for.
-    run, session, token, command = checked_in
-    now = timezone.now()
-    Run.objects.filter(pk=run.pk).update(
-        current_phase="bmc_firmware",
-        status=RunStatus.WAITING,
-        next_look_at=now + timedelta(seconds=40),
-        looked_at=now,
-    )
-    assert _report(client, token, command.pk).json()["poll_s"] == 2.0
 
 
 def test_reports_out_of_order_are_refused_as_before(client, checked_in, node):

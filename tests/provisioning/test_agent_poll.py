@@ -12,7 +12,6 @@ from provisioning.agents import intervals
 from provisioning.agents import link as agent_link
 from provisioning.agents.intervals import poll_interval
 from provisioning.agents.sessions import CheckIn, check_in, poll, seen
-from provisioning.choices import RunStatus
 from provisioning.core.phases import OUT_OF_BAND_PHASE_NAMES, PHASE_NAMES
 from provisioning.models import AgentCommand, AgentSession, Run
 from tests.support.scenes import booted_secret, make_run
@@ -84,60 +83,6 @@ def test_an_out_of_band_phase_backs_off_further_and_the_next_phase_polls_short_a
     Run.objects.filter(pk=run.pk).update(current_phase="nic_firmware")
     _age(session, 600)
     assert poll_interval(node.pk) == 10.0
-
-
-def _waiting_for_its_look(run: Run, phase: str, in_s: float, **fields) -> None:
-    """The run waits at `phase` for a look of its own, `in_s` seconds from now."""
-    now = timezone.now()
-    Run.objects.filter(pk=run.pk).update(
-        current_phase=phase,
-        status=RunStatus.WAITING,
-        next_look_at=now + timedelta(seconds=in_s),
-        looked_at=now,
-        **fields,
-    )
-
-
-def test_a_quiet_phase_asks_again_after_the_run_s_next_look_not_before(polling, node, monkeypatch):
-    # Issue 32: an out-of-band phase looks at the BMC every 60 node s; the backoff after the
-    # agent's check-in still asked at 2, 4, 6, 9, 13.5, 20, 30 and 45 s, for a command that only
-    # a look ending the phase can queue. 19 of 81 polls a node in the benchmark.
-    run, session = polling
-    now = timezone.now()
-    _age(session, 4, now)
-    _waiting_for_its_look(run, "bmc_firmware", 40)
-    monkeypatch.setattr(intervals.timezone, "now", lambda: now)
-    assert poll_interval(node.pk) == pytest.approx(42.0, abs=0.1)  # its look, then the short
-    _waiting_for_its_look(run, "bmc_firmware", 300)
-    assert poll_interval(node.pk) == 60.0, "never longer than the quiet phase's settled interval"
-    _waiting_for_its_look(run, "bmc_firmware", -5)
-    assert poll_interval(node.pk) == 2.0, "a look overdue: as soon as after any activity"
-
-
-def test_nothing_but_the_run_s_own_timer_holds_the_agent_back(polling, node, monkeypatch):
-    run, session = polling
-    now = timezone.now()
-    _age(session, 4, now)
-    monkeypatch.setattr(intervals.timezone, "now", lambda: now)
-    _waiting_for_its_look(run, "bmc_firmware", 40, nudged_at=now + timedelta(seconds=1))
-    assert poll_interval(node.pk) == 2.0, "a nudge since its last step: the look comes sooner"
-    _waiting_for_its_look(run, "bmc_firmware", 40, safety_net=True)
-    assert poll_interval(node.pk) == 2.0, "a safety net: the news it waits for comes sooner"
-    _waiting_for_its_look(run, "nic_firmware", 40)
-    assert poll_interval(node.pk) == 2.0, "an in-band phase: a result nudges its next look"
-    Run.objects.filter(pk=run.pk).update(current_phase="bmc_firmware", status=RunStatus.RUNNING)
-    assert poll_interval(node.pk) == 2.0, "a step running: next_look_at is its lease"
-
-
-def test_a_check_in_in_a_quiet_phase_is_told_the_short_interval(settings, node):
-    # The check-in nudges the run: its next look is now, not when the run said before.
-    settings.GREENLIGHT_AGENT_POLL_S = 2.0
-    settings.GREENLIGHT_TIME_SCALE = 1.0
-    run = make_run(node, phases_done=PHASE_NAMES.index("boot_ephemeral"))
-    _waiting_for_its_look(run, "boot_ephemeral", 40)
-    claim = CheckIn(node.serial, node.mac_addresses, "b1", "ephemeral", booted_secret(run))
-    session, _ = check_in(claim)
-    assert session.poll_s == 2.0
 
 
 def test_a_firmware_phase_of_ten_minutes_costs_a_few_polls(polling, node):
