@@ -4,7 +4,8 @@ A step that opens a fresh client pays a TLS handshake, a read of the service roo
 logout, four exchanges for what is often one GET. Across a deployment that is most of the
 orchestration's CPU and most of the BMCs' session churn (BMCs have few session slots). The pool
 lends a step an open client for its BMC and takes it back afterwards; a client that saw its
-connection fail is closed instead, and one idle past `idle_s` is logged out.
+connection fail is closed instead, and one idle past `idle_s` (GREENLIGHT_BMC_SESSION_IDLE_S) is
+logged out.
 
 How long to keep one: a BMC closes a session idle past its own SessionService.SessionTimeout
 (Lenovo XCC's default is 300 s, iDRAC's web server's 1,800 s), so a pool that keeps sessions for
@@ -36,18 +37,13 @@ def pool_key(base_url: str, username: str, password: str, fingerprint: str | Non
     return (base_url.rstrip("/"), username, digest, fingerprint or "")
 
 
-# Below the shortest common default SessionTimeout (Lenovo XCC, 300 s), so that a pooled
-# session is rarely one the BMC already closed.
-DEFAULT_IDLE_S = 240.0
-
-
 class SessionPool:
     """Idle open clients by BMC; `lend` hands one out exclusively for the length of a block."""
 
     def __init__(
         self,
         *,
-        idle_s: float = DEFAULT_IDLE_S,
+        idle_s: float,
         per_bmc: int = 2,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

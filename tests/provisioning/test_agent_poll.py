@@ -122,10 +122,10 @@ def test_idle_without_a_run_and_gone_after_four_missed_polls(polling, node):
     assert agent_link.is_alive(node) is None
 
 
-def _poll_over_http(client, token):
+def _poll_over_http(client, token, known=()):
     return client.post(
         "/agent/v1/poll",
-        '{"known": []}',
+        json.dumps({"known": list(known)}),
         content_type="application/json",
         HTTP_AUTHORIZATION=f"Bearer {token}",
     )
@@ -152,12 +152,7 @@ def test_a_poll_with_nothing_to_say_is_one_read(polling_token, client, django_as
 
 
 def _poll_knowing(client, token, known):
-    return client.post(
-        "/agent/v1/poll",
-        json.dumps({"known": known}),
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {token}",
-    ).json()
+    return _poll_over_http(client, token, known).json()
 
 
 def test_a_poll_while_its_command_runs_is_one_read(

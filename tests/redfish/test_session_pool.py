@@ -10,6 +10,9 @@ from provisioning.redfish.pool import SessionPool, pool_key
 
 from .conftest import lab_client
 
+# Longer than any of these tests takes: nothing goes idle in them unless they say so.
+KEPT_S = 600.0
+
 
 def _key(bmc, password=None):
     return pool_key(
@@ -19,7 +22,7 @@ def _key(bmc, password=None):
 
 def test_consecutive_steps_share_one_login(hall):
     bmc = hall.bmc(0)
-    pool = SessionPool()
+    pool = SessionPool(idle_s=KEPT_S)
     serials = []
     for _ in range(3):
         with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
@@ -33,7 +36,7 @@ def test_consecutive_steps_share_one_login(hall):
 
 def test_a_session_the_bmc_forgot_is_opened_again(hall):
     bmc = hall.bmc(1)
-    pool = SessionPool()
+    pool = SessionPool(idle_s=KEPT_S)
     with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
         client.system_info()
     bmc.node.sessions.clear()  # the BMC rebooted (a BMC firmware update does this)
@@ -45,7 +48,7 @@ def test_a_session_the_bmc_forgot_is_opened_again(hall):
 
 def test_a_client_whose_connection_failed_is_not_lent_again(hall):
     bmc = hall.bmc(2)
-    pool = SessionPool()
+    pool = SessionPool(idle_s=KEPT_S)
     with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
         client.system_info()
     hall.set_fault(2, "bmc_unreachable")
@@ -107,7 +110,7 @@ def test_the_benchmark_counts_what_the_pool_saved_and_what_it_did_not(hall, tmp_
     counted = instrumentation._work
     before = {name: dict(entry) for name, entry in counted.items()}
     bmc = hall.bmc(1)
-    kept, forgetful = SessionPool(), SessionPool(idle_s=0)
+    kept, forgetful = SessionPool(idle_s=KEPT_S), SessionPool(idle_s=0)
 
     def look(pool: SessionPool) -> None:
         with pool.lend(_key(bmc), lambda: lab_client(bmc)) as client:
