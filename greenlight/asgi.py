@@ -11,6 +11,7 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
+from common.gc_tuning import settle_long_lived_objects  # noqa: E402
 from common.websocket_origin import SameOriginValidator  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402  (needs the app registry)
 
@@ -28,3 +29,4 @@ application = ProtocolTypeRouter(
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+settle_long_lived_objects(settings.GREENLIGHT_GC_YOUNG_THRESHOLD)

@@ -3,10 +3,11 @@
 import os
 
 from celery import Celery, bootsteps
-from celery.signals import task_prerun, worker_init
+from celery.signals import task_prerun, worker_init, worker_ready
 from click import Option
 
 from common.broker_transport import register as register_broker_transports
+from common.gc_tuning import settle_long_lived_objects
 from common.user_agent import name_this_worker
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "greenlight.settings")
@@ -77,6 +78,14 @@ def shorten_interpreter_turns(**_: object) -> None:
     from django.conf import settings
 
     sys.setswitchinterval(settings.GREENLIGHT_WORKER_SWITCH_INTERVAL_MS / 1000)
+
+
+@worker_ready.connect
+def settle_worker_memory(**_: object) -> None:
+    """Freeze what the started worker holds out of the garbage collector (common/gc_tuning.py)."""
+    from django.conf import settings
+
+    settle_long_lived_objects(settings.GREENLIGHT_GC_YOUNG_THRESHOLD)
 
 
 @task_prerun.connect

@@ -420,6 +420,9 @@ GREENLIGHT_LIVE_COALESCE_MS = env_int("GREENLIGHT_LIVE_COALESCE_MS", 100, minimu
 GREENLIGHT_WORKER_SWITCH_INTERVAL_MS = env_float(
     "GREENLIGHT_WORKER_SWITCH_INTERVAL_MS", 1.0, above=0
 )
+# Allocations between two collections of the young generation in a worker or a web server, whose
+# start-up objects are frozen out of the collector (common/gc_tuning.py says why; Python's is 700).
+GREENLIGHT_GC_YOUNG_THRESHOLD = env_int("GREENLIGHT_GC_YOUNG_THRESHOLD", 10_000, minimum=100)
 
 # --- API, metrics, webhooks and DCIM sync (see docs/api.md) -------------------------------------
 
