@@ -24,12 +24,13 @@ from datetime import datetime
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from .choices import RunStatus
 from .models import Run
 from .site_work import queue_for_run
+from .step_writes import hand_over_step
 
 # The task that takes one step (provisioning.tasks.advance_run), sent by its name: the task calls
 # the engine and the engine sends the next step, so importing the task here would be a cycle.
@@ -85,22 +86,22 @@ def hand_over(
     now = now or timezone.now()
     countdown = max((due - now).total_seconds(), 0.0)
     send_now = countdown <= dispatch_span(safety_net)
-    fields = {
-        "status": RunStatus.WAITING,
-        "next_look_at": due,
-        "dispatched_at": now if send_now else None,
-        "safety_net": safety_net,
-    }
-    if wait_reason is not None:
-        fields["wait_reason"] = wait_reason
     # Only the step that holds the run hands it over; a nudge that came while it ran (it is
     # newer than the claim) makes the next look due at once.
-    held = Run.objects.filter(pk=run.pk, step=run.step, status=RunStatus.RUNNING)
-    not_nudged = Q(nudged_at__isnull=True) | Q(nudged_at__lt=claimed_at) if claimed_at else Q()
-    if held.filter(not_nudged).update(**fields):
+    if hand_over_step(
+        run.pk,
+        run.step,
+        due=due,
+        dispatched_at=now if send_now else None,
+        safety_net=safety_net,
+        wait_reason=wait_reason,
+        unless_nudged_since=claimed_at,
+    ):
         if send_now:
             send_step(run.pk, run.step, countdown)
-    elif held.update(**{**fields, "next_look_at": now, "dispatched_at": now, "safety_net": False}):
+    elif hand_over_step(
+        run.pk, run.step, due=now, dispatched_at=now, safety_net=False, wait_reason=wait_reason
+    ):
         send_step(run.pk, run.step)
 
 

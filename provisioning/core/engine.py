@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from common import instrumentation
@@ -37,6 +37,7 @@ from ..outcomes import (
     Wait,
 )
 from ..scheduling import hand_over
+from ..step_writes import claim_step
 from .completion import complete_run
 from .gates import gate_of
 from .phases import PHASES_BY_NAME, Band, phase_for
@@ -70,18 +71,12 @@ def advance(run_id: int, step: int, *, worker: str = "") -> None:
     the one taking it (its Celery node name): the run says who holds it."""
     now = timezone.now()
     lease = now + timedelta(seconds=settings.GREENLIGHT_STEP_LEASE_S)
-    # Claimable: waiting for this look, or running under a lease that expired (its worker died).
-    claimable = Q(status__in=(RunStatus.QUEUED, RunStatus.WAITING)) | Q(
-        status=RunStatus.RUNNING, next_look_at__lt=now
-    )
     # Read before the claim: when the look was due, to excuse the lateness of this look.
     run = RUN_FOR_STEP.first(run_id, step)
     if run is None:
         return
-    claimed = Run.objects.filter(claimable, pk=run_id, step=step).update(
-        step=F("step") + 1, status=RunStatus.RUNNING, next_look_at=lease, held_by=worker
-    )
-    if not claimed:
+    # Claimable: waiting for this look, or running under a lease that expired (its worker died).
+    if not claim_step(run_id, step, now=now, lease=lease, worker=worker):
         return
     due, was_status, previous = run.next_look_at, run.status, run.held_by
     run.step, run.status, run.next_look_at, run.held_by = step + 1, RunStatus.RUNNING, lease, worker
