@@ -18,9 +18,12 @@ from django.db import connection
 from .choices import RunStatus
 from .models import Run
 
+# Field name -> column: the statements are written from the model, never by hand.
+COLUMNS: dict[str, str] = {f.name: f.get_attname_column()[1] for f in Run._meta.concrete_fields}
+
 
 def _column(field: str) -> str:
-    return connection.ops.quote_name(Run._meta.get_field(field).column)
+    return connection.ops.quote_name(COLUMNS[field])
 
 
 @cache

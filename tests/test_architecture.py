@@ -250,6 +250,7 @@ PROVISIONING_FLOORS: tuple[tuple[str, ...], ...] = (
         "clock",
         "artifacts",
         "scheduling",
+        "step_writes",
         "site_work",
         "rack_models",
         "migrations",
