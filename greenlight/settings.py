@@ -148,7 +148,8 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_POOL_SIZE > 0:
 # PostgreSQL parses and plans a statement once per connection, not once per query: psycopg's
 # prepared statements, which need server-side binding (both off in Django by default, for
 # connection poolers that cannot keep them). Measured on this machine for the engine's reads and
-# its claim: PostgreSQL's CPU 0.47 -> 0.16 ms a query, the client's 0.86 -> 0.70 ms. Turn it off
+# its claim: PostgreSQL's CPU 0.47 -> 0.16 ms a query, the client's 0.86 -> 0.70 ms; in the
+# 150-node benchmark PostgreSQL's CPU 0.68 -> 0.49 s a node (docs/benchmarks.md). Turn it off
 # behind a pooler in transaction mode that does not keep prepared statements (PgBouncer before
 # 1.21, or without max_prepared_statements).
 DB_PREPARED_STATEMENTS = env_bool("GREENLIGHT_DB_PREPARED_STATEMENTS", True)
