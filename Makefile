@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Parallel test processes; 2 fits the 2-core CI machine.
 TEST_JOBS ?= 2
 
-.PHONY: demo test bench bench-intake bench-firmware lint install
+.PHONY: demo test bench bench-tiers bench-intake bench-firmware lint install
 
 $(STAMP): requirements.txt requirements-lab.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,17 @@ BENCH_ENV = DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) \
 bench: $(STAMP)
 	$(BENCH_ENV) $(PY) manage.py bench_db
 	$(BENCH_ENV) $(PY) manage.py bench --json var/bench/bench.json $(BENCH_ARGS)
+
+# Scale tiers: one benchmark per size in TIERS, at one speed and soak (BENCH_ARGS, e.g.
+# "--speed 4 --soak-hours 0.25"), then throughput, CPU a node and p99 against the size.
+TIERS ?= 741 2000 5000
+bench-tiers: $(STAMP)
+	for nodes in $(TIERS); do \
+	  $(BENCH_ENV) $(PY) manage.py bench_db && \
+	  $(BENCH_ENV) $(PY) manage.py bench --nodes $$nodes --json var/bench/bench-$$nodes.json \
+	    --plot var/bench/states-$$nodes.png --timeout 86400 $(BENCH_ARGS) || exit 1; \
+	done
+	$(PY) manage.py bench_tiers $(foreach n,$(TIERS),var/bench/bench-$(n).json)
 
 # Intake: N lab BMCs enrolled over Redfish at a concurrency (INTAKE_ARGS="--nodes 5000").
 bench-intake: $(STAMP)

@@ -90,6 +90,11 @@ class ResourceSampler:
         # shares the cores, so its cost is reported beside it.
         self.procs["lab"] = [psutil.Process()]
         self.peak_worker_rss = 0
+        # Whether a size fits the machine: each role's peak, the peak of all at one moment, and
+        # the least memory the machine had left.
+        self.peak_rss_by_role: dict[str, int] = {}
+        self.peak_total_rss = 0
+        self.least_available = psutil.virtual_memory().available
         self.cpu: dict[int, float] = {}
         self.role: dict[int, str] = {}
         self.baseline: dict[int, float] = {}
@@ -116,6 +121,7 @@ class ResourceSampler:
             self.sample()
 
     def sample(self) -> None:
+        rss_by_role: dict[str, int] = {}
         for role, roots in self.procs.items():
             # The lab's children are Greenlight's own processes, sampled under their roles.
             for proc in roots if role == "lab" else with_children(roots):
@@ -123,11 +129,27 @@ class ResourceSampler:
                     times = proc.cpu_times()
                     self.cpu[proc.pid] = times.user + times.system
                     self.role[proc.pid] = role
+                    rss = proc.memory_info().rss
+                    rss_by_role[role] = rss_by_role.get(role, 0) + rss
                     if role == "workers":
-                        rss = proc.memory_info().rss
                         self.peak_worker_rss = max(self.peak_worker_rss, rss)
                 except psutil.Error:
                     pass
+        for role, rss in rss_by_role.items():
+            self.peak_rss_by_role[role] = max(self.peak_rss_by_role.get(role, 0), rss)
+        self.peak_total_rss = max(self.peak_total_rss, sum(rss_by_role.values()))
+        self.least_available = min(self.least_available, psutil.virtual_memory().available)
+
+    def memory(self) -> dict[str, Any]:
+        """Peak resident memory by role and of all at once, and the least the machine had left."""
+        return {
+            "peak_rss_mb_by_process": {
+                role: round(rss / 2**20, 1) for role, rss in sorted(self.peak_rss_by_role.items())
+            },
+            "peak_total_rss_mb": round(self.peak_total_rss / 2**20, 1),
+            "machine_available_min_mb": round(self.least_available / 2**20, 1),
+            "machine_total_mb": round(psutil.virtual_memory().total / 2**20, 1),
+        }
 
     def stop(self) -> None:
         self.sample()
@@ -371,6 +393,7 @@ def run_bench(
         state_plot(plot, config.speed, first.created_at.timestamp(), [n.pk for n in lab.nodes])
     healthy = [n for n in nodes if not n["hardware_fault"]]
     faulty = [n for n in nodes if n["hardware_fault"]]
+    reached = sum(1 for n in nodes if n["final_state"] == NodeState.AWAITING_APPROVAL)
     cpu_s = sampler.cpu_s("web", "agent_api", "workers")
     datastores = sampler.datastore_cpu_s()
     return {
@@ -409,9 +432,12 @@ def run_bench(
         "worker_work": endpoints_logged(queries_dir, len(nodes), kind="work"),
         # The garbage collector's share of it, by role.
         "gc": gc_logged(queries_dir, len(nodes)),
+        # Nodes brought to awaiting_approval per hour of the makespan: what a size delivers.
+        "throughput": throughput(reached, makespan_lab_s, config.speed),
         "tasks_per_s": round(steps / wall_s, 1),
         "queries_per_phase": round(queries_logged(queries_dir) / max(phases, 1), 1),
         "worker_peak_rss_mb": round(sampler.peak_worker_rss / 2**20, 1),
+        "memory": sampler.memory(),
         "event_latency_ms": {
             "p50": _round(percentile(latencies, 0.5)),
             "p99": _round(percentile(latencies, 0.99)),
@@ -438,6 +464,18 @@ def run_bench(
             for n in nodes
             if n["final_state"] not in (NodeState.AWAITING_APPROVAL, NodeState.VALIDATING)
         ],
+    }
+
+
+def throughput(reached: int, makespan_lab_s: float | None, speed: float) -> dict[str, Any]:
+    """Nodes that reached awaiting_approval, per lab hour and per real hour of the makespan."""
+    if not makespan_lab_s:
+        return {"nodes_to_awaiting_approval": reached, "per_lab_hour": None, "per_real_hour": None}
+    hours = makespan_lab_s / 3600
+    return {
+        "nodes_to_awaiting_approval": reached,
+        "per_lab_hour": round(reached / hours, 1),
+        "per_real_hour": round(reached / (hours / speed), 1),
     }
 
 

@@ -68,6 +68,13 @@ def test_bench_measures_a_small_deployment_and_writes_json_and_plot(tmp_path):
     assert latency["events"] > 0 and 0 < latency["p50"] <= latency["p99"]
     assert latency["disconnects"] == 0
     assert data["machine"]["cpus"] >= 1
+    # Issue 32's tiers: nodes brought to awaiting_approval an hour, and whether the size fit.
+    assert data["throughput"]["nodes_to_awaiting_approval"] == 3
+    assert data["throughput"]["per_real_hour"] > data["throughput"]["per_lab_hour"] > 0
+    memory = data["memory"]
+    assert memory["peak_total_rss_mb"] >= data["worker_peak_rss_mb"] > 0
+    assert set(memory["peak_rss_mb_by_process"]) == {"web", "agent_api", "workers", "lab"}
+    assert 0 < memory["machine_available_min_mb"] < memory["machine_total_mb"]
     assert (tmp_path / "states.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "makespan_ratio" in out.getvalue(), "the numbers are printed too"
 

@@ -1,0 +1,115 @@
+"""Scale tiers: benchmark runs of several sizes compared, linear or not, and plotted (issue 32)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from lab.bench import throughput
+from lab.bench_tiers import TiersRefused, compare_tiers
+
+
+def bench_run(nodes: int, per_real_hour: float, cpu: float, *, speed=4.0, soak=1.0) -> dict:
+    """The keys of a `manage.py bench` JSON that the tiers read."""
+    return {
+        "nodes": nodes,
+        "commit": "c0ffee",
+        "speed": speed,
+        "soak_hours": soak,
+        "throughput": {"per_real_hour": per_real_hour, "per_lab_hour": per_real_hour / speed},
+        "cpu_s_per_node": cpu,
+        "cpu_s_per_node_with_datastores": cpu * 1.4,
+        "event_latency_ms": {"p50": 80.0, "p99": 240.0},
+        "makespan_ratio": 1.04,
+        "healthy_first_pass_rate": 1.0,
+        "memory": {"peak_total_rss_mb": 900.0 + nodes / 10, "machine_available_min_mb": 60000.0},
+    }
+
+
+def test_throughput_counts_nodes_to_awaiting_approval_per_hour_of_the_makespan():
+    # 740 nodes over two lab hours at speed 4: half a real hour.
+    assert throughput(740, 7200.0, 4.0) == {
+        "nodes_to_awaiting_approval": 740,
+        "per_lab_hour": 370.0,
+        "per_real_hour": 1480.0,
+    }
+    assert throughput(0, None, 4.0)["per_real_hour"] is None
+
+
+def test_tiers_are_compared_with_the_smallest_and_judged_linear_within_a_fifth():
+    table = compare_tiers(
+        [
+            ("5000.json", bench_run(5000, 1300.0, 0.95)),
+            ("741.json", bench_run(741, 1480.0, 0.80)),
+            ("2000.json", bench_run(2000, 1400.0, 0.85)),
+        ]
+    )
+    assert [row["nodes"] for row in table["tiers"]] == [741, 2000, 5000]
+    smallest, middle, largest = table["tiers"]
+    assert smallest["throughput_vs_smallest"] == 1.0 and smallest["linear"]
+    assert middle["throughput_vs_smallest"] == round(1400 / 1480, 3) and middle["linear"]
+    # Throughput within a fifth (0.878) but CPU a node 19% up: still linear.
+    assert largest["cpu_vs_smallest"] == round(0.95 / 0.80, 3) and largest["linear"]
+    assert (table["speed"], table["soak_hours"], table["linear_within"]) == (4.0, 1.0, 0.2)
+
+
+def test_a_tier_whose_throughput_falls_by_more_than_a_fifth_is_not_linear():
+    table = compare_tiers([("a", bench_run(741, 1480.0, 0.8)), ("b", bench_run(5000, 1100.0, 0.8))])
+    assert table["tiers"][1]["throughput_vs_smallest"] == round(1100 / 1480, 3)
+    assert table["tiers"][1]["linear"] is False
+
+
+@pytest.mark.parametrize(
+    "runs, words",
+    [
+        ([("a.json", bench_run(741, 1480.0, 0.8))], "two or more"),
+        (
+            [
+                ("a.json", bench_run(741, 1480.0, 0.8)),
+                ("b.json", bench_run(5000, 900.0, 0.8, speed=1)),
+            ],
+            "b.json (speed 1, soak 1.0 h)",
+        ),
+        (
+            [
+                ("a.json", bench_run(741, 1480.0, 0.8)),
+                ("b.json", {**bench_run(2000, 1, 1), "throughput": {}}),
+            ],
+            "no throughput in b.json",
+        ),
+        (
+            [("a.json", bench_run(741, 1480.0, 0.8)), ("b.json", bench_run(741, 1400.0, 0.8))],
+            "one size",
+        ),
+    ],
+)
+def test_runs_that_are_not_tiers_are_refused_saying_why(runs, words):
+    with pytest.raises(TiersRefused, match=words.replace("(", r"\(").replace(")", r"\)")):
+        compare_tiers(runs)
+
+
+def test_the_command_writes_the_table_and_the_plot(tmp_path):
+    paths = []
+    for nodes, rate in ((741, 1480.0), (2000, 1420.0)):
+        path = tmp_path / f"bench-{nodes}.json"
+        path.write_text(json.dumps(bench_run(nodes, rate, 0.8)))
+        paths.append(str(path))
+    out = io.StringIO()
+    call_command(
+        "bench_tiers", *paths, json=str(tmp_path / "tiers.json"), plot=str(tmp_path / "t.png"),
+        stdout=out,
+    )  # fmt: skip
+    table = json.loads((tmp_path / "tiers.json").read_text())
+    assert [row["nodes"] for row in table["tiers"]] == [741, 2000]
+    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "2000 nodes: 1420.0 a real hour (x0.959)" in out.getvalue()
+
+
+def test_the_command_names_a_file_that_is_not_a_benchmark_json(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(CommandError, match="broken.json: not a benchmark JSON"):
+        call_command("bench_tiers", str(broken), str(broken))
