@@ -45,13 +45,16 @@ bench: $(STAMP)
 	$(BENCH_ENV) $(PY) manage.py bench --json var/bench/bench.json $(BENCH_ARGS)
 
 # Scale tiers: one benchmark per size in TIERS, at one speed and soak (BENCH_ARGS, e.g.
-# "--speed 4 --soak-hours 0.25"), then throughput, CPU a node and p99 against the size.
+# "--speed 4 --soak-hours 0.25"), then throughput, CPU a node and p99 against the size. The first
+# tier calibrates; the others reuse its one-node time (same commit, speed and soak, or refused).
 TIERS ?= 741 2000 5000
 bench-tiers: $(STAMP)
-	for nodes in $(TIERS); do \
+	reuse=; for nodes in $(TIERS); do \
 	  $(BENCH_ENV) $(PY) manage.py bench_db && \
 	  $(BENCH_ENV) $(PY) manage.py bench --nodes $$nodes --json var/bench/bench-$$nodes.json \
-	    --plot var/bench/states-$$nodes.png --timeout 86400 $(BENCH_ARGS) || exit 1; \
+	    --plot var/bench/states-$$nodes.png --calibration var/bench/tiers-calibration.json \
+	    --timeout 86400 $$reuse $(BENCH_ARGS) || exit 1; \
+	  reuse=--reuse-calibration; \
 	done
 	$(PY) manage.py bench_tiers $(foreach n,$(TIERS),var/bench/bench-$(n).json)
 

@@ -4,15 +4,12 @@ collects its young generation less often (common/gc_tuning.py says why)."""
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
-import sys
 
 import pytest
 
 from common.gc_tuning import settle_long_lived_objects
 from greenlight.celery import settle_worker_memory
-from tests.support.processes import ROOT
+from tests.support.processes import run_python
 
 
 @pytest.fixture
@@ -50,21 +47,8 @@ def test_a_ready_worker_settles_with_the_configured_threshold(settings, restored
 )
 def test_each_web_entry_point_settles_once_its_application_is_built(entry_point):
     """Imported as a server imports it, in a process of its own."""
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "greenlight.settings",
-        "GREENLIGHT_LAB_MODE": "1",
-        "GREENLIGHT_GC_YOUNG_THRESHOLD": "3456",
-    }
     probe = f"import gc, {entry_point}; print(gc.get_threshold()[0], gc.get_freeze_count())"
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_python(probe, GREENLIGHT_GC_YOUNG_THRESHOLD="3456")
     assert result.returncode == 0, result.stderr
     threshold, frozen = map(int, result.stdout.split())
     assert threshold == 3456

@@ -4,37 +4,25 @@ GREENLIGHT_DB_PREPARED_STATEMENTS=0 turns it off for a pooler that cannot keep t
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 from django.db import connection
 
 from provisioning.core.engine import RUN_FOR_STEP
 from provisioning.core.runs import start_run
 from tests import factories
-from tests.support.processes import ROOT
+from tests.support.processes import run_python
 
 POSTGRES = "postgres://postgres@127.0.0.1:5432/greenlight_settings_only"
 
 
 def database_options(**variables: str) -> str:
     """The default database's OPTIONS as the settings build them for `variables`."""
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "greenlight.settings",
-        "GREENLIGHT_LAB_MODE": "1",
-        **variables,
-    }
     probe = (
         "from django.conf import settings; "
         "options = settings.DATABASES['default'].get('OPTIONS', {}); "
         "print(options.get('server_side_binding'), options.get('prepare_threshold'))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
+    result = run_python(probe, **variables)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 

@@ -6,26 +6,19 @@ session's own DATABASE_URL and REDIS_URL), with one kind of mistake added to its
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 from common.checks import READ_ELSEWHERE
-from tests.support.processes import ROOT
+from tests.support.processes import ROOT, fresh_settings_env
 
 
 def check(**variables: str) -> subprocess.CompletedProcess:
     """`GREENLIGHT_LAB_MODE=1 manage.py check` with the test's environment plus `variables`."""
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "greenlight.settings",  # as `make test`, not the session's
-        "GREENLIGHT_LAB_MODE": "1",
-        **variables,
-    }
     return subprocess.run(
         [sys.executable, "manage.py", "check"],
         cwd=ROOT,
-        env=env,
+        env=fresh_settings_env(**variables),
         capture_output=True,
         text=True,
         timeout=120,

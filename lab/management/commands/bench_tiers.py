@@ -22,14 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--plot", default="var/bench/tiers.png")
 
     def handle(self, *args, **options) -> None:
-        runs = []
-        for name in options["runs"]:
-            try:
-                runs.append((name, json.loads(Path(name).read_text())))
-            except (OSError, ValueError) as exc:
-                raise CommandError(f"{name}: not a benchmark JSON ({exc})") from None
-            if not isinstance(runs[-1][1], dict) or "nodes" not in runs[-1][1]:
-                raise CommandError(f"{name}: not a benchmark JSON (no 'nodes')")
+        runs = [(name, _read_run(name)) for name in options["runs"]]
         try:
             table = compare_tiers(runs)
         except TiersRefused as exc:
@@ -50,3 +43,14 @@ class Command(BaseCommand):
                 f"{row['peak_total_rss_mb']} MB, {'linear' if row['linear'] else 'NOT linear'}"
             )
         self.stdout.write(f"written to {path} and {plot}")
+
+
+def _read_run(name: str) -> dict:
+    """A benchmark JSON, or a CommandError naming the file."""
+    try:
+        run = json.loads(Path(name).read_text())
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"{name}: not a benchmark JSON ({exc})") from None
+    if not isinstance(run, dict) or "nodes" not in run:
+        raise CommandError(f"{name}: not a benchmark JSON (no 'nodes')")
+    return run
