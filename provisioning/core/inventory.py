@@ -210,9 +210,10 @@ def plan(rows: list[Component], parts: list[ObservedPart], kinds: set[str]) -> I
 
 
 def apply(node: Node, change: InventoryChange) -> None:
-    """Write a planned change: one DELETE, one INSERT and one UPDATE at most."""
+    """Write a planned change: one DELETE, one INSERT, and one UPDATE per distinct change."""
     now = timezone.now()
-    statements = sum(bool(x) for x in (change.add, change.update, change.remove))
+    updates = _alike(change.update)
+    statements = bool(change.add) + bool(change.remove) + len(updates)
     # Removal and insertion are one step: a reader never sees a node with a slot both empty
     # and refilled, and a failed insert leaves the removed rows in place.
     atomic = transaction.atomic() if statements > 1 else contextlib.nullcontext()
@@ -223,14 +224,22 @@ def apply(node: Node, change: InventoryChange) -> None:
             for row in change.add:
                 row.node, row.observed_at = node, now
             Component.objects.bulk_create(change.add)
-        if change.update:
-            names: set[str] = {"observed_at"}
-            for row, delta in change.update:
-                for name, value in delta.items():
-                    setattr(row, name, value)
-                row.observed_at = now
-                names.update(delta)
-            Component.objects.bulk_update([r for r, _ in change.update], sorted(names))
+        for delta, pks in updates.items():
+            Component.objects.filter(pk__in=pks).update(**dict(delta), observed_at=now)
+        for row, delta in change.update:
+            for name, value in delta.items():
+                setattr(row, name, value)
+            row.observed_at = now
+
+
+def _alike(updates: list[tuple[Component, dict[str, Any]]]) -> dict[tuple, list[int]]:
+    """The rows to update grouped by their change: a flash moves every NIC to one version, one
+    plain UPDATE. bulk_update's CASE per field and row was 8% of a worker's CPU in the 150-node
+    benchmark (its SQL built anew each time, for the same few rows)."""
+    groups: dict[tuple, list[int]] = {}
+    for row, delta in updates:
+        groups.setdefault(tuple(sorted(delta.items())), []).append(row.pk)
+    return groups
 
 
 def record_oob(node: Node, items: list[FirmwareItem]) -> InventoryChange:
