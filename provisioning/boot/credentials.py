@@ -97,12 +97,18 @@ def ephemeral_credential(run: Run) -> BootCredential:
     Every reboot of the run into the same medium presents the same credential; it dies with the
     run (see `redeem`).
     """
+    live = BootCredential.objects.filter(
+        run=run, environment=AgentEnvironment.EPHEMERAL, revoked_at__isnull=True
+    )
+    # Every boot path after the first finds it (a run reboots into the ephemeral environment
+    # after each firmware update): a plain read, no lock and no transaction.
+    existing = live.first()
+    if existing is not None:
+        return existing
     with transaction.atomic():
-        Run.objects.select_for_update().filter(pk=run.pk).first()
-        existing = BootCredential.objects.filter(
-            run=run, environment=AgentEnvironment.EPHEMERAL, revoked_at__isnull=True
-        ).first()
-        return existing or _mint(run.node, run, AgentEnvironment.EPHEMERAL)
+        # The run's row lock makes two first boots mint one credential between them.
+        Run.objects.select_for_update().filter(pk=run.pk).values_list("pk").first()
+        return live.first() or _mint(run.node, run, AgentEnvironment.EPHEMERAL)
 
 
 def mint_host_credential(node: Node, run: Run | None) -> tuple[BootCredential, str]:

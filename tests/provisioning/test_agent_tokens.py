@@ -119,6 +119,23 @@ def test_a_credential_dies_with_its_run(client, two_nodes):
     assert _checkin(client, alpha, secret).status_code == 403
 
 
+def test_a_run_mints_one_ephemeral_credential_and_reads_it_back_without_a_lock(
+    two_nodes, django_assert_num_queries
+):
+    alpha, _ = two_nodes
+    run = make_run(alpha, phases_done=2)
+    first = ephemeral_credential(run)
+    # Each later boot path of the run (one after every firmware update) reads the same one:
+    # one plain read, no row lock, no transaction.
+    with django_assert_num_queries(1) as queries:
+        assert ephemeral_credential(run).pk == first.pk
+    assert "FOR UPDATE" not in queries.captured_queries[0]["sql"]
+    first.revoked_at = first.created_at
+    first.save(update_fields=["revoked_at"])
+    again = ephemeral_credential(run)
+    assert again.pk != first.pk and again.revoked_at is None
+
+
 def test_the_installed_os_checks_in_with_the_host_credential_only(client, two_nodes):
     alpha, _ = two_nodes
     _, host_secret = mint_host_credential(alpha, None)
