@@ -24,13 +24,12 @@ from datetime import datetime
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from .choices import RunStatus
 from .models import Run
 from .site_work import queue_for_run
-from .step_writes import hand_over_step
+from .step_writes import hand_over_step, nudge_steps
 
 # The task that takes one step (provisioning.tasks.advance_run), sent by its name: the task calls
 # the engine and the engine sends the next step, so importing the task here would be a cycle.
@@ -115,19 +114,20 @@ def dispatch_span(safety_net: bool) -> float:
 
 def nudge(run_id: int) -> None:
     """Ask for a look at a run now: at once if it waits, after the current step if it runs."""
-    nudge_runs(Run.objects.filter(pk=run_id))
+    _send_nudged(nudge_steps(now=timezone.now(), run_id=run_id))
 
 
-def nudge_runs(runs: QuerySet[Run]) -> None:
-    """nudge for every run of `runs`, in two queries whatever their number."""
-    runs = runs.order_by()  # a lookup by key needs no ORDER BY (agents nudge on every report)
-    if not runs.update(nudged_at=timezone.now()):
-        return
-    # Read after the write: a step that hands its run over in between sees the nudge, and one
-    # that handed it over before is sent here.
-    waiting = runs.filter(status__in=(RunStatus.QUEUED, RunStatus.WAITING))
-    for run_id, step in waiting.values_list("pk", "step"):
-        send_step(run_id, step)
+def nudge_runs_of_node(node_id: int) -> None:
+    """nudge for the node's active runs, in one statement whatever their number."""
+    _send_nudged(nudge_steps(now=timezone.now(), node_id=node_id))
+
+
+def _send_nudged(nudged: list[tuple[int, int, str]]) -> None:
+    # A run RUNNING when the nudge was written is looked at again when its step hands it over
+    # (hand_over_step sees the nudge); one waiting or queued is sent its step here.
+    for run_id, step, status in nudged:
+        if status in (RunStatus.QUEUED, RunStatus.WAITING):
+            send_step(run_id, step)
 
 
 def kick_off(run: Run) -> None:

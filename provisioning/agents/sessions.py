@@ -29,12 +29,11 @@ from fleet.refusals import record_refusal
 from ..boot import credentials as boot_credentials
 from ..boot.credentials import derive_token, hash_token
 from ..choices import (
-    ACTIVE_RUN_STATUSES,
     AgentEnvironment,
     CommandStatus,
 )
-from ..models import AgentCommand, AgentSession, BootCredential, Run
-from ..scheduling import nudge_runs
+from ..models import AgentCommand, AgentSession, BootCredential
+from ..scheduling import nudge_runs_of_node
 from .intervals import (
     INTERVAL_FACTS,
     interval,
@@ -405,7 +404,7 @@ def record_inventory(session: AgentSession, inventory: dict[str, Any]) -> None:
 
 def nudge_runs_of(node: Node) -> None:
     """Look at the node's active run now instead of at its next scheduled look."""
-    nudge_runs(Run.objects.filter(node=node, status__in=ACTIVE_RUN_STATUSES))
+    nudge_runs_of_node(node.pk)
 
 
 def _not_ordered(credential: BootCredential) -> str:

@@ -67,25 +67,26 @@ def checked_in(client, node):
     return run, session, token, command
 
 
-def test_a_check_in_is_eight_queries(client, node, django_assert_num_queries):
+def test_a_check_in_is_seven_queries(client, node, django_assert_num_queries):
     secret = booted_secret(make_run(node, phases_done=2))
     # Read the credential with the node's interval facts, spend it; the session, the older
-    # sessions and commands, the event, the run's nudge (a write and a read). Two more are the
-    # test transaction's savepoint around the check-in's own.
-    with django_assert_num_queries(8 + 2):
+    # sessions and commands, the event, the run's nudge (one write that returns what it wrote).
+    # Two more are the test transaction's savepoint around the check-in's own.
+    with django_assert_num_queries(7 + 2):
         answer = _checkin(client, node, secret)
     assert answer.status_code == 200
 
 
-def test_a_result_is_four_queries_and_one_more_with_inventory(
+def test_a_result_is_three_queries_and_one_more_with_inventory(
     client, checked_in, django_assert_num_queries
 ):
     run, session, token, command = checked_in
-    # The command with its session and the interval facts, the result, the run's nudge (two).
-    with django_assert_num_queries(4):
+    # The command with its session and the interval facts, the result, the run's nudge (one
+    # write that returns what it wrote).
+    with django_assert_num_queries(3):
         assert _report(client, token, command.pk).status_code == 200
     second = agent_link.send(session, run, "inventory", "inventory", {})
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(4):
         assert _report(client, token, second.pk, inventory={"cpus": 4}).status_code == 200
     session.refresh_from_db()
     assert session.inventory == {"cpus": 4}

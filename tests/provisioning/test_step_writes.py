@@ -1,5 +1,5 @@
-"""A step's claim and hand-over, as the SQL of provisioning/step_writes.py writes them: each
-condition of the ORM calls they replaced, on SQLite and on PostgreSQL."""
+"""A step's claim, hand-over and nudge, as the SQL of provisioning/step_writes.py writes them:
+each condition of the ORM calls they replaced, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from provisioning.choices import RunStatus
 from provisioning.models import Run
-from provisioning.step_writes import claim_step, hand_over_step
+from provisioning.step_writes import claim_step, hand_over_step, nudge_steps
 from tests.factories import make_node
 
 pytestmark = pytest.mark.django_db
@@ -86,3 +86,30 @@ def test_a_nudge_since_the_claim_stops_the_conditional_hand_over(manifest):
             )
             is handed
         ), run.nudged_at  # fmt: skip
+
+
+def test_a_nudge_marks_the_run_and_says_its_step_and_status_as_written(manifest):
+    now = timezone.now()
+    run = _run(manifest, status=RunStatus.WAITING)
+    assert nudge_steps(now=now, run_id=run.pk) == [(run.pk, 7, RunStatus.WAITING)]
+    assert Run.objects.get(pk=run.pk).nudged_at == now
+    assert nudge_steps(now=now, run_id=run.pk + 1000) == [], "no such run"
+    # A step that claimed the run before the nudge may not hand it over to a later look.
+    claimed = now - timedelta(seconds=1)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
+    assert not hand_over_step(
+        run.pk, 7, due=now, dispatched_at=None, safety_net=False, unless_nudged_since=claimed
+    )
+
+
+def test_a_node_nudge_marks_its_active_runs_only(manifest):
+    now = timezone.now()
+    ended = _run(manifest, status=RunStatus.FAILED)
+    node = ended.node
+    active = Run.objects.create(node=node, manifest=manifest, step=3, status=RunStatus.RUNNING)
+    other = _run(manifest, status=RunStatus.WAITING)
+    assert nudge_steps(now=now, node_id=node.pk) == [(active.pk, 3, RunStatus.RUNNING)]
+    assert Run.objects.get(pk=ended.pk).nudged_at is None
+    assert Run.objects.get(pk=other.pk).nudged_at is None
+    with pytest.raises(ValueError, match="a run_id or a node_id"):
+        nudge_steps(now=now)
