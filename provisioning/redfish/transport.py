@@ -10,6 +10,8 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -114,6 +116,10 @@ class Transport:
         # Set when the connection itself failed: a pooled client in this state is dropped.
         self.broken = False
         self._gated: dict[tuple[str, str], errors.ConfigurationError] = {}
+        # Requests other than GET and HEAD sent so far: a held answer is good until the next.
+        self.writes = 0
+        # URL -> (writes when read, answer) for the URLs a `holding` block holds (None: unread).
+        self._held: dict[str, tuple[int, Answer] | None] = {}
 
     # -- auth -------------------------------------------------------------------------------
 
@@ -173,11 +179,30 @@ class Transport:
         return urljoin(self.base_url + "/", path)
 
     def get(self, path: str) -> Answer:
-        """GET a resource; the body must be a JSON object."""
+        """GET a resource; the body must be a JSON object. A URL a `holding` block holds is read
+        again only after a write."""
+        url = self.absolute(path)
+        held = self._held.get(url)
+        if held is not None and held[0] == self.writes:
+            return held[1]
         answer = self.request("GET", path)
         if answer.body is None:
             raise errors.NotJson(answer.url, "the BMC answered an empty body", status=answer.status)
+        if url in self._held:
+            self._held[url] = (self.writes, answer)
         return answer
+
+    @contextmanager
+    def holding(self, path: str) -> Iterator[None]:
+        """Within the block, a GET of `path` answers what the last one did, until a request that
+        may change something (any but GET and HEAD) goes out. For a resource read several times
+        around one write and never polled for a change within the block."""
+        url = self.absolute(path)
+        self._held[url] = None
+        try:
+            yield
+        finally:
+            self._held.pop(url, None)
 
     def request(
         self,
@@ -196,6 +221,8 @@ class Transport:
 
         `timeout` overrides the client's for this request (an image upload takes minutes)."""
         url = self.absolute(path)
+        if method not in ("GET", "HEAD"):
+            self.writes += 1
         if _origin(url) != _origin(self.base_url):
             # A link or Location to another origin (or from https down to http): our token or
             # password goes to this BMC only.

@@ -85,7 +85,12 @@ class PhaseContext:
     def bmc(self) -> RedfishClient:
         """An open Redfish client for the node's BMC, lent by the session pool for this step."""
         if self._bmc is None:
-            self._bmc = self._bmc_lease.enter_context(bmc_session(self.node))
+            client = self._bmc_lease.enter_context(bmc_session(self.node))
+            # A look never polls the system for a change: it reads it again only after a write.
+            # A reboot read it six times (the override's place and read-back, the power state,
+            # the reset's allowed types and target), each a GET of the same answer.
+            self._bmc_lease.enter_context(client.transport.holding(client.system_path()))
+            self._bmc = client
         return self._bmc
 
     def close(self) -> None:
