@@ -224,8 +224,8 @@ def apply(node: Node, change: InventoryChange) -> None:
             for row in change.add:
                 row.node, row.observed_at = node, now
             Component.objects.bulk_create(change.add)
-        for delta, pks in updates.items():
-            Component.objects.filter(pk__in=pks).update(**dict(delta), observed_at=now)
+        for fields, pks in updates.items():
+            Component.objects.filter(pk__in=pks).update(**dict(fields), observed_at=now)
         for row, delta in change.update:
             for name, value in delta.items():
                 setattr(row, name, value)
