@@ -37,7 +37,7 @@ from ..outcomes import (
     Wait,
 )
 from ..scheduling import hand_over
-from ..step_writes import claim_step
+from ..step_writes import claim_step, write_record
 from .completion import complete_run
 from .gates import gate_of
 from .phases import PHASES_BY_NAME, Band, phase_for
@@ -46,6 +46,12 @@ from .run_end import fail, move_node
 
 # Phases finished in one task before it hands over: keeps one worker fair across many nodes.
 MAX_PHASES_PER_STEP = 6
+# The fields a phase's start and end set on its record, and write.
+STARTED_FIELDS = (
+    "status", "attempts", "started_at", "finished_at", "stage", "stage_started_at", "error",
+    "deadline_at",
+)  # fmt: skip
+FINISHED_FIELDS = ("status", "finished_at", "compared", "changes", "wait_reason", "log")
 # Real seconds late a look must be to say Greenlight was away (its workers stopped or stalled),
 # not that its queue was busy.
 AWAY_S = 5.0
@@ -225,7 +231,7 @@ def start_phase(run: Run, record: PhaseRecord) -> None:
     record.error = ""
     record.deadline_at = now + clock.window(_limit(ctx))
     with transaction.atomic(savepoint=False):
-        record.save()
+        write_record(record, STARTED_FIELDS)
         Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
         run.current_phase = record.phase
         if gate_of(record.phase) and run.node.state == NodeState.PROVISIONING:
@@ -285,7 +291,9 @@ def finish_phase(run: Run, record: PhaseRecord, outcome: Done | Skipped) -> None
     kind = EventKind.PHASE_SKIPPED if skipped else EventKind.PHASE_DONE
     what = "no delta" if skipped else f"{len(record.changes)} change(s)"
     with transaction.atomic(savepoint=False):
-        record.save()
+        # What the phase set on its record during the look it saved itself (set_stage, its own
+        # saves): the end writes what the end sets.
+        write_record(record, FINISHED_FIELDS)
         record_event(
             run.node,
             kind,
@@ -318,7 +326,7 @@ def wait(
     record.wait_reason = text[:300]
     # With its event or not at all: a later look that reads this reason says nothing new.
     with transaction.atomic(savepoint=False):
-        record.save(update_fields=["status", "wait_reason"])
+        write_record(record, ("status", "wait_reason"))
         if first_time:
             record_event(
                 run.node,
@@ -366,7 +374,7 @@ def phase_failure(run: Run, record: PhaseRecord, ctx: PhaseContext, outcome: Fai
     record.error = outcome.reason
     record.finished_at = timezone.now()
     with transaction.atomic(savepoint=False):
-        record.save(update_fields=["status", "error", "finished_at"])
+        write_record(record, ("status", "error", "finished_at"))
         retry_event(
             run,
             record,

@@ -1,4 +1,4 @@
-"""A step's claim, hand-over and nudge, as the SQL of provisioning/step_writes.py writes them:
+"""A step's claim, hand-over, nudge and record fields, as the SQL of provisioning/step_writes.py writes them:
 each condition of the ORM calls they replaced, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
@@ -6,11 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import DatabaseError
 from django.utils import timezone
 
 from provisioning.choices import RunStatus
-from provisioning.models import Run
-from provisioning.step_writes import claim_step, hand_over_step, nudge_steps
+from provisioning.models import PhaseRecord, Run
+from provisioning.step_writes import claim_step, hand_over_step, nudge_steps, write_record
 from tests.factories import make_node
 
 pytestmark = pytest.mark.django_db
@@ -113,3 +114,25 @@ def test_a_node_nudge_marks_its_active_runs_only(manifest):
     assert Run.objects.get(pk=other.pk).nudged_at is None
     with pytest.raises(ValueError, match="a run_id or a node_id"):
         nudge_steps(now=now)
+
+
+def test_a_record_s_fields_are_written_as_save_would_write_them(manifest):
+    run = _run(manifest, status=RunStatus.RUNNING)
+    record = PhaseRecord.objects.create(run=run, phase="bios_settings", order=1)
+    other = PhaseRecord.objects.create(run=run, phase="boot_disk", order=2)
+    now = timezone.now()
+    record.status, record.stage, record.stage_started_at = "waiting", "rebooting", now
+    record.compared = {"drift": [{"component": "BIOS SriovEnable", "matched": False}]}
+    record.changes = [{"component": "bios", "from": "1.0", "to": "1.1"}]
+    record.error = "not written"
+    write_record(record, ("status", "stage", "stage_started_at", "compared", "changes"))
+    stored = PhaseRecord.objects.get(pk=record.pk)
+    assert (stored.status, stored.stage, stored.stage_started_at) == ("waiting", "rebooting", now)
+    assert stored.compared == record.compared and stored.changes == record.changes
+    assert stored.error == "", "only the fields named are written"
+    assert PhaseRecord.objects.get(pk=other.pk).status == "pending", "only the record's row"
+    record.command = None
+    write_record(record, ("command",))
+    PhaseRecord.objects.filter(pk=record.pk).delete()
+    with pytest.raises(DatabaseError, match="is gone"):
+        write_record(record, ("status",))

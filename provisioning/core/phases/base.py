@@ -20,6 +20,7 @@ from ... import clock
 from ...choices import Stage
 from ...outcomes import Outcome, Skipped
 from ...redfish.bmc import bmc_session
+from ...step_writes import write_record
 
 if TYPE_CHECKING:
     from fleet.models import Node
@@ -116,7 +117,7 @@ class PhaseContext:
         self.record.stage_started_at = timezone.now()
         for name, value in fields.items():
             setattr(self.record, name, value)
-        self.record.save(update_fields=["stage", "stage_started_at", *fields])
+        write_record(self.record, ("stage", "stage_started_at", *fields))
 
     def stage_elapsed(self) -> float:
         """Node seconds since the current inner stage began."""
