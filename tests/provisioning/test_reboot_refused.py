@@ -1,6 +1,10 @@
-"""A reset the BMC refuses leaves the phase where it was, not waiting for a boot that never comes."""
+"""A reboot against the lab's Dell BMC over real HTTPS: a reset the BMC refuses leaves the phase
+where it was, not waiting for a boot that never comes; and the look reads the node's
+ComputerSystem once between writes (Transport.holding), where it read it five times."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 from django.utils import timezone
@@ -62,3 +66,54 @@ def test_a_reset_that_fails_leaves_the_phase_where_the_bmc_left_the_node(
         reboot_into(ctx, "Pxe", "rebooting")
     ctx.close()
     assert PhaseRecord.objects.get(pk=ctx.record.pk).stage == stage
+
+
+def _count_requests(transport) -> Counter:
+    sent: Counter = Counter()
+    send = transport._send
+
+    def counted(method, url, *args, **kw):
+        sent[method, url] += 1
+        return send(method, url, *args, **kw)
+
+    transport._send = counted
+    return sent
+
+
+def _counted_look(bmc, manifest):
+    """A look's context, its client, the system's URL, and the requests sent from now on."""
+    ctx = _context(bmc, manifest)
+    client = ctx.bmc()
+    return (
+        ctx,
+        client,
+        client.transport.absolute(client.system_path()),
+        _count_requests(client.transport),
+    )
+
+
+@pytest.mark.django_db
+def test_a_reboot_reads_the_system_once_before_and_once_after_its_write(bmc, manifest):
+    ctx, client, system, sent = _counted_look(bmc, manifest)
+    reboot_into(ctx, "Pxe", "rebooting")
+    # Read for the override's place, then (after the PATCH) for its read-back, which the power
+    # state and the reset's allowed types and target reuse; then the reset's POST.
+    assert sent["GET", system] == 2
+    assert sum(n for (method, _), n in sent.items() if method == "PATCH") == 1
+    assert sum(n for (method, _), n in sent.items() if method == "POST") == 1
+    ctx.close()
+
+
+@pytest.mark.django_db
+def test_a_held_answer_lasts_until_a_write_and_the_end_of_the_look(bmc, manifest):
+    ctx, client, system, sent = _counted_look(bmc, manifest)
+    assert client.power_state() == client.power_state()
+    assert sent["GET", system] == 1
+    client.set_boot_override("Pxe", once=True)  # a write: the next read goes to the BMC
+    assert client.boot_override().target == "Pxe"
+    assert sent["GET", system] == 2, "the place reused the power state's; a fresh read after"
+    ctx.close()
+    # Outside a look (the drift audit, intake, a tool) every read goes to the BMC.
+    client.power_state()
+    client.power_state()
+    assert sent["GET", system] == 4
