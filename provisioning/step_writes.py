@@ -6,10 +6,11 @@ an F expression) that cost 1.21 ms of CPU against 0.36 ms for the same statement
 measured on PostgreSQL, and the hand-over is alike; a node's run takes about fifty steps, and each
 claims once and hands over once. A nudge (every agent's check-in and result, 25 a node) was an
 ORM UPDATE and a read after it; one UPDATE .. RETURNING says what the read did. A phase record's
-save compiled its UPDATE afresh too, four or five times a look (start, stage, wait, end): 9% of a
-worker's samples in the 150-node benchmark. The statements name the model's own table and columns (read from
-its _meta), so a renamed field changes them too; what each one does is the engine's and the
-scheduler's tests' to check, as it was when the ORM wrote them.
+save compiled its UPDATE afresh too, four or five times a look (start, stage, wait, end): 9% of
+a worker's samples in the 150-node benchmark. The statements name the models' own tables and
+columns (read from their _meta), so a renamed field changes them too; what each one does is
+tests/provisioning/test_step_writes.py's to check, and the engine's and scheduler's tests' as
+it was when the ORM wrote them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """A reboot against the lab's Dell BMC over real HTTPS: a reset the BMC refuses leaves the phase
 where it was, not waiting for a boot that never comes; and the look reads the node's
-ComputerSystem once between writes (Transport.holding), where it read it five times."""
+ComputerSystem once between writes (Transport.holding), where it read it five times, and still
+gets its client from a BMC that cannot list its system."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from lab.hall import LabHall
 from provisioning.core.phases.base import PhaseContext
 from provisioning.core.phases.common import reboot_into
 from provisioning.models import PhaseRecord, Run
-from provisioning.redfish import errors
+from provisioning.redfish import PowerState, errors
 from provisioning.redfish.bmc import session_pool
 from tests.factories import make_node
+from tests.redfish.servers import canonical, json_answer, serve
 
 
 @pytest.fixture
@@ -117,3 +119,24 @@ def test_a_held_answer_lasts_until_a_write_and_the_end_of_the_look(bmc, manifest
     client.power_state()
     client.power_state()
     assert sent["GET", system] == 4
+
+
+@pytest.mark.django_db
+def test_a_bmc_that_cannot_list_its_system_still_lends_the_look_its_client(manifest):
+    # A BMC half back from a restart (an activation's manager reset): its root answers and its
+    # Systems collection does not. Nothing is held; the phase's own read meets the error where
+    # the phase handles it (here the power state reads as unknown).
+    def answer(method: str, path: str):
+        if canonical(path) == "/redfish/v1":
+            return json_answer(
+                {"@odata.id": "/redfish/v1", "Systems": {"@odata.id": "/redfish/v1/Systems"}}
+            )
+        return json_answer({"error": "restarting"}, status=503)
+
+    with serve(answer) as url:
+        node = make_node(bmc_address=url, bmc_plain_http_reason="a test BMC on loopback")
+        run = Run.objects.create(node=node, manifest=manifest, status="running")
+        record = PhaseRecord.objects.create(run=run, phase="bmc_firmware", order=1)
+        ctx = PhaseContext(run=run, node=node, record=record, manifest=manifest.spec)
+        assert ctx.bmc().power_state() == PowerState.UNKNOWN
+        ctx.close()

@@ -20,6 +20,7 @@ from ... import clock
 from ...choices import Stage
 from ...outcomes import Outcome, Skipped
 from ...redfish.bmc import bmc_session
+from ...redfish.errors import RedfishError
 from ...step_writes import write_record
 
 if TYPE_CHECKING:
@@ -87,12 +88,21 @@ class PhaseContext:
         """An open Redfish client for the node's BMC, lent by the session pool for this step."""
         if self._bmc is None:
             client = self._bmc_lease.enter_context(bmc_session(self.node))
-            # A look never polls the system for a change: it reads it again only after a write.
-            # A reboot read it six times (the override's place and read-back, the power state,
-            # the reset's allowed types and target), each a GET of the same answer.
-            self._bmc_lease.enter_context(client.transport.holding(client.system_path()))
+            self._hold_system(client)
             self._bmc = client
         return self._bmc
+
+    def _hold_system(self, client: RedfishClient) -> None:
+        # A look never polls the system for a change: it reads it again only after a write. A
+        # reboot read it five times (the override's place and read-back, the power state, the
+        # reset's allowed types and target), each a GET of the same answer. A BMC that serves no
+        # system (a power shelf) or cannot list it now has nothing held: the phase's own reads
+        # meet that error where the phase handles it (a BMC restarting after an activation).
+        try:
+            system = client.system_path()
+        except RedfishError:
+            return
+        self._bmc_lease.enter_context(client.transport.holding(system))
 
     def close(self) -> None:
         """End the step's use of the BMC (the engine calls this after every look)."""
