@@ -147,10 +147,8 @@ def write_record(record: PhaseRecord, fields: Iterable[str]) -> None:
     record's row is gone."""
     names = tuple(fields)
     params = [
-        RECORD_FIELDS[name].get_db_prep_save(
-            getattr(record, RECORD_FIELDS[name].attname), connection
-        )
-        for name in names
+        field.get_db_prep_save(getattr(record, field.attname), connection)
+        for field in (RECORD_FIELDS[name] for name in names)
     ]
     params.append(record.pk)
     with connection.cursor() as cursor:

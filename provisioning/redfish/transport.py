@@ -181,14 +181,15 @@ class Transport:
     def get(self, path: str) -> Answer:
         """GET a resource; the body must be a JSON object. A URL a `holding` block holds is read
         again only after a write."""
-        url = self.absolute(path)
-        held = self._held.get(url)
+        # Outside a holding block (most clients, most GETs) nothing is looked up or resolved.
+        url = self.absolute(path) if self._held else None
+        held = self._held.get(url) if url is not None else None
         if held is not None and held[0] == self.writes:
             return held[1]
         answer = self.request("GET", path)
         if answer.body is None:
             raise errors.NotJson(answer.url, "the BMC answered an empty body", status=answer.status)
-        if url in self._held:
+        if url is not None and url in self._held:
             self._held[url] = (self.writes, answer)
         return answer
 
