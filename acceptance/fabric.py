@@ -97,7 +97,12 @@ def localise_fabric(
 
     `used` is the fabric gate's thresholds with its defaults (acceptance.gates.FABRIC).
     """
-    outcomes = _outcomes(pair_results, sku)
+    return _localised(pair_results, _outcomes(pair_results, sku), used)
+
+
+def _localised(
+    pair_results: list[PairResult], outcomes: list[dict], used: dict[str, float]
+) -> dict[str, list[Finding]]:
     findings: dict[str, list[Finding]] = {}
     for result in pair_results:
         findings.setdefault(result.node_a, [])
@@ -127,8 +132,11 @@ def judge_fabric(
     pair_results: list[PairResult], sku: SkuFacts, used: dict[str, float]
 ) -> dict[str, GateVerdict]:
     """A fabric verdict per node: fail if localised, error if none of its pairs could be read."""
-    localised = localise_fabric(pair_results, sku, used)
+    # Each output parsed once, for the localisation and the verdicts alike: parsing nccl-tests'
+    # tables is nearly all of judging (9% of a worker's CPU while a 150-node benchmark's fabric
+    # gates ran), and it was done twice.
     outcomes = _outcomes(pair_results, sku)
+    localised = _localised(pair_results, outcomes, used)
     verdicts: dict[str, GateVerdict] = {}
     for node, findings in localised.items():
         mine = [o for o in outcomes if node in (o["a"], o["b"])]

@@ -2,6 +2,7 @@
 
 import pytest
 
+from acceptance import fabric
 from acceptance.choices import Verdict
 from acceptance.fabric import PairResult, judge_fabric, localise_fabric, plan_fabric_pairs
 from acceptance.gates import FABRIC
@@ -98,3 +99,15 @@ def test_two_node_rack_blames_both_and_says_why():
 def test_unreadable_pair_output_is_an_error_not_a_pass():
     verdicts = judge_fabric([PairResult("a", "b", "")], HGX, FABRIC.defaults)
     assert {v.verdict for v in verdicts.values()} == {Verdict.ERROR}
+
+
+def test_each_pair_output_is_parsed_once(monkeypatch):
+    # Parsing nccl-tests' tables is nearly all of judging a fabric gate; the localisation and
+    # the verdicts share one parse of each output.
+    pairs = run_pairs(rack(6), {})
+    parsed = []
+    real_parse = fabric.nccl.parse
+    monkeypatch.setattr(fabric.nccl, "parse", lambda text: parsed.append(text) or real_parse(text))
+    verdicts = judge_fabric(pairs, HGX, FABRIC.defaults)
+    assert all(v.verdict == Verdict.PASS for v in verdicts.values())
+    assert sorted(parsed) == sorted(p.output for p in pairs)
