@@ -27,14 +27,18 @@ REDACTED = "[redacted]"
 # no credential Greenlight mints is that short (a BMC password that short is its own problem).
 MIN_SECRET_CHARS = 4
 # Credentials as a tool may print them whatever their value: the boot credential on a kernel
-# command line, the host credential as the install record spells it.
+# command line, the host credential as the install record spells it. Each with text that any
+# match of it holds, in lower case, looked for in the text lowered before the pattern runs: a
+# substring search costs a fraction of a scan by the pattern, and most output holds none.
 CREDENTIAL_PATTERNS = (
-    re.compile(r"(greenlight\.credential=)\S+"),
-    re.compile(r"(\"host_credential\"\s*:\s*\")[^\"\n]*"),
-    # HTTP Basic as `curl -v` prints it: base64 of "user:password", whoever's it is.
-    re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/=]+", re.IGNORECASE),
+    ("greenlight.credential=", re.compile(r"(greenlight\.credential=)\S+")),
+    ('"host_credential"', re.compile(r"(\"host_credential\"\s*:\s*\")[^\"\n]*")),
+    # HTTP Basic as `curl -v` prints it: base64 of "user:password", whoever's it is. "thor":
+    # letters of "Authorization" that no other character matches without regard to case (re
+    # lets "ı" and "İ" match "i", and "ſ" match "s").
+    ("thor", re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/=]+", re.IGNORECASE)),
     # A URL's userinfo password: https://user:password@host.
-    re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(?=@)", re.IGNORECASE),
+    ("://", re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(?=@)", re.IGNORECASE)),
 )
 
 
@@ -45,14 +49,21 @@ class Redactor:
         # Longest first, so a secret that contains another is replaced whole; none spans lines,
         # so a page's line numbers hold after redaction.
         kept = {s for s in secrets if len(s) >= MIN_SECRET_CHARS and "\n" not in s}
-        wanted = sorted(kept | {e for s in kept for e in encodings(s)}, key=len, reverse=True)
-        self._values = re.compile("|".join(re.escape(s) for s in wanted)) if wanted else None
+        self._wanted = sorted(kept | {e for s in kept for e in encodings(s)}, key=len, reverse=True)
+        self._values: re.Pattern[str] | None = None
 
     def __call__(self, text: str) -> str:
-        if self._values is not None:
+        # The secrets are looked for one by one before their pattern is compiled and run: judging
+        # a gate redacts every output it reads, and on a lab gate's outputs the pattern took five
+        # times what the searches take (all of redaction: 1.6 ms a gate before, 0.14 ms now).
+        if any(secret in text for secret in self._wanted):
+            if self._values is None:
+                self._values = re.compile("|".join(re.escape(s) for s in self._wanted))
             text = self._values.sub(REDACTED, text)
-        for pattern in CREDENTIAL_PATTERNS:
-            text = pattern.sub(rf"\g<1>{REDACTED}", text)
+        lowered = text.lower()
+        for held, pattern in CREDENTIAL_PATTERNS:
+            if held in lowered:
+                text = pattern.sub(rf"\g<1>{REDACTED}", text)
         return text
 
     def tree(self, value: Any) -> Any:

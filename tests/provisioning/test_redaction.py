@@ -73,6 +73,36 @@ def test_encoded_forms_of_a_secret_are_redacted(printed):
         assert form not in out, out
 
 
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "AUTHORIZATION: BASIC dXNlcjpvdGhlcg==",
+        "authorization: basic dXNlcjpvdGhlcg==",
+        # re matches "i" to the dotless and the dotted capital I without regard to case
+        "Authorızation: Basic dXNlcjpvdGhlcg==",
+        "AUTHORİZATION: BASİC dXNlcjpvdGhlcg==",
+        "HTTPS://user:other-pass@bmc.example/redfish",
+    ],
+)
+def test_credentials_by_their_shape_are_redacted_in_any_case(printed):
+    """Their patterns run only where the text lowered holds what any match holds."""
+    out = redaction.Redactor(set())(printed)
+    assert "[redacted]" in out
+    assert "dXNlcjpvdGhlcg" not in out and "other-pass" not in out
+
+
+def test_text_holding_no_secret_compiles_and_runs_no_pattern_of_them():
+    # Judging a gate redacts every output it reads, and most hold none of the node's secrets:
+    # one substring search each is a fraction of compiling and running their pattern.
+    redact = redaction.Redactor({"hunter22", "s3cret-token"})
+    assert (
+        redact("GPU 0: 81559 MiB free, nothing secret") == "GPU 0: 81559 MiB free, nothing secret"
+    )
+    assert redact._values is None
+    assert redact("pw hunter22") == "pw [redacted]"
+    assert redact._values is not None
+
+
 def test_a_tree_is_redacted_in_every_string_and_key_and_keeps_its_other_values():
     redact = redaction.Redactor({"hunter22"})
     tree = {"dmesg": ["ok", "pw hunter22"], "hunter22": {"n": 3, "on": True, "x": None}}
