@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from common.prepared_reads import PreparedRead
 from fleet.choices import DocumentStatus
 from fleet.models import Sku, VersionedDocument
 
@@ -47,10 +48,27 @@ class AcceptanceProfile(VersionedDocument):
         The one place a run's profile is resolved (planning, thresholds, the return to service).
         By the SKU's id: a gate's look has the node, not its SKU, and must not load it.
         """
-        profiles = cls.objects.filter(sku_id=sku_id)
+        if sku_id is None:
+            return None
         version = manifest_spec.get("acceptance_profile")
-        pinned = profiles.filter(version=version).first() if version else None
-        return pinned or profiles.filter(status=DocumentStatus.PUBLISHED).first()
+        pinned = PINNED_PROFILE.first(sku_id, str(version)) if version else None
+        return pinned or PUBLISHED_PROFILE.first(sku_id)
+
+
+# A profile's reads, compiled once a thread: every gate reads its node's profile for its
+# thresholds when its tools are sent and again when they are done (a soak on every look), and
+# building and compiling the queryset (ordered by its SKU's name, a join) cost more than the
+# database did. A SKU has one published profile and one of each version: no order is needed.
+PINNED_PROFILE = PreparedRead(
+    lambda sku_id, version: AcceptanceProfile.objects.filter(
+        sku_id=sku_id, version=version
+    ).order_by()[:1]
+)
+PUBLISHED_PROFILE = PreparedRead(
+    lambda sku_id: AcceptanceProfile.objects.filter(
+        sku_id=sku_id, status=DocumentStatus.PUBLISHED
+    ).order_by()[:1]
+)
 
 
 class GateResult(models.Model):
