@@ -94,6 +94,12 @@ def device_place(resource: dict[str, Any]) -> Place | None:
     return Place(row.kind, row.part, model.strip())
 
 
+# What a RelatedItem link (lower case) names: a device whose resource says what it is, or a
+# storage controller.
+DEVICE_LINK = re.compile(r"/(processors|drives|networkadapters|pciedevices)/[^/]+$")
+STORAGE_LINK = re.compile(r"/(storage|simplestorage)/[^/]+(/storagecontrollers.*)?$")
+
+
 def related_place(link: str, topo: Topology, fetch: Fetch) -> Place | None:
     """What one RelatedItem link says an entry belongs to, or None."""
     path = link.split("#", 1)[0]
@@ -106,10 +112,10 @@ def related_place(link: str, topo: Topology, fetch: Fetch) -> Place | None:
         return Place(ComponentKind.BIOS, "bios")
     if lowered.endswith("/power") or "/powersupplies" in lowered:
         return Place(ComponentKind.PSU, "psu")
-    if re.search(r"/(processors|drives|networkadapters|pciedevices)/[^/]+$", lowered):
+    if DEVICE_LINK.search(lowered):
         resource = fetch(path)
         return device_place(resource) if resource else None
-    if re.search(r"/(storage|simplestorage)/[^/]+(/storagecontrollers.*)?$", lowered):
+    if STORAGE_LINK.search(lowered):
         return Place(None, "storage_controller")
     return None
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from fleet.choices import ComponentKind
 from fleet.manifests import FIRMWARE_PARTS
@@ -26,8 +27,20 @@ from fleet.manifests import FIRMWARE_PARTS
 PARTS = FIRMWARE_PARTS
 
 
+class Patterned:
+    """A row with a `pattern`, matched without regard to case: compiled once, since every
+    firmware look places each inventory entry against the rows (re.search looked each pattern
+    up in re's cache first)."""
+
+    pattern: str
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.IGNORECASE)
+
+
 @dataclass(frozen=True)
-class Row:
+class Row(Patterned):
     """One naming convention: entries whose id (or name) matches are this kind and part."""
 
     pattern: str
@@ -43,8 +56,7 @@ class Row:
     listed: tuple[str, ...] = ()
 
     def matches(self, entry_id: str, name: str) -> bool:
-        text = entry_id if self.field == "Id" else name
-        return re.search(self.pattern, text, re.IGNORECASE) is not None
+        return self.regex.search(entry_id if self.field == "Id" else name) is not None
 
 
 K = ComponentKind
@@ -234,7 +246,7 @@ def match(entry_id: str, name: str) -> Row | None:
 
 
 @dataclass(frozen=True)
-class DeviceRow:
+class DeviceRow(Patterned):
     """A device model convention: a PCIe device or network adapter whose model text matches."""
 
     pattern: str
@@ -266,4 +278,4 @@ DEVICE_ROWS: tuple[DeviceRow, ...] = (
 
 def device(text: str) -> DeviceRow | None:
     """The first device row that matches a device's model text, or None."""
-    return next((row for row in DEVICE_ROWS if re.search(row.pattern, text, re.IGNORECASE)), None)
+    return next((row for row in DEVICE_ROWS if row.regex.search(text)), None)

@@ -89,3 +89,24 @@ def test_a_delta_power_shelf_pmc_runs_its_primary_partition_as_its_bmc_image():
     assert naming.match("FW_PMC_alt", "Software Inventory") is None
     # Only the ids the listing shows: another PMC partition stays the structure's to place.
     assert naming.match("FW_PMC_primary_2", "Software Inventory") is None
+
+
+def test_placing_the_captures_entries_compiles_no_pattern_again(monkeypatch):
+    """Every firmware look places each entry against every row: the rows' patterns are
+    compiled once, not looked up in re's cache by each search."""
+    entries = inventory_entries()
+    expected = [(naming.match(i, n), naming.not_running(i, n)) for _, i, n in entries]
+    compiled = [row.regex for row in (*naming.ROWS, *naming.DEVICE_ROWS)]
+    topo = classify.Topology("/redfish/v1/Systems/1", ["/redfish/v1/Managers/1"], [])
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a row's pattern went through re's module functions")
+
+    for name in ("search", "match", "fullmatch", "compile"):
+        monkeypatch.setattr(naming.re, name, refused)
+    assert [(naming.match(i, n), naming.not_running(i, n)) for _, i, n in entries] == expected
+    assert naming.device("NVIDIA BlueField-3 MBF3M332A").part == "dpu"
+    storage = classify.related_place("/redfish/v1/Systems/1/Storage/RAID.1", topo, lambda _: None)
+    assert storage is not None and storage.part == "storage_controller"
+    assert all(row.regex is pattern for row, pattern in zip(
+        (*naming.ROWS, *naming.DEVICE_ROWS), compiled, strict=True))  # fmt: skip
