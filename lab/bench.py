@@ -33,6 +33,7 @@ from fleet.roles import SITE_TECH
 from provisioning.models import PhaseRecord, Run
 
 from . import bench_calibration, processes
+from .bench_yardstick import Yardstick, in_work_units
 from .run import LabRun, LabRunConfig, healthy_ok
 
 
@@ -371,11 +372,14 @@ def run_bench(
         watcher.start()
         sampler = ResourceSampler(lab.web, lab.agent_api, lab.workers)
         sampler.start()
+        yardstick = Yardstick()
+        yardstick.start()
         started = time.time()
         runs = lab.start_pass()
         finished = lab.wait(runs)
         wall_s = time.time() - started
         sampler.stop()
+        yardstick.stop()
         time.sleep(1.0)  # the last coalescing window
         watcher.stop()
         nodes = lab.summary(runs)
@@ -396,6 +400,7 @@ def run_bench(
     reached = sum(1 for n in nodes if n["final_state"] == NodeState.AWAITING_APPROVAL)
     cpu_s = sampler.cpu_s("web", "agent_api", "workers")
     datastores = sampler.datastore_cpu_s()
+    speed = yardstick.summary()
     return {
         "nodes": len(nodes),
         "racks": config.racks,
@@ -426,6 +431,10 @@ def run_bench(
         "cpu_s_per_node_with_datastores": round(
             (cpu_s + sum(datastores.values())) / max(len(nodes), 1), 3
         ),
+        # What the machine could do meanwhile (lab/bench_yardstick.py), and the CPU a node in
+        # units of it: the figure that compares across runs on a machine whose speed moves.
+        "machine_speed": speed,
+        "cpu_work_units_per_node": in_work_units(cpu_s / max(len(nodes), 1), speed),
         # Each endpoint of both web servers: where the agents' API's CPU goes.
         "endpoints": endpoints_logged(queries_dir, len(nodes)),
         # Each worker task, and each phase's looks: where the workers' CPU goes.

@@ -68,6 +68,11 @@ def test_bench_measures_a_small_deployment_and_writes_json_and_plot(tmp_path):
     assert latency["events"] > 0 and 0 < latency["p50"] <= latency["p99"]
     assert latency["disconnects"] == 0
     assert data["machine"]["cpus"] >= 1
+    # The machine's speed meanwhile, and CPU a node in units of the yardstick's work.
+    assert data["machine_speed"]["timings"] >= 1 and data["machine_speed"]["work_cpu_ms"] > 0
+    assert data["cpu_work_units_per_node"] == pytest.approx(
+        data["cpu_s_per_node"] * 1e3 / data["machine_speed"]["work_cpu_ms"], rel=0.01
+    )
     # Issue 32's tiers: nodes brought to awaiting_approval an hour, and whether the size fit.
     assert data["throughput"]["nodes_to_awaiting_approval"] == 3
     assert data["throughput"]["per_real_hour"] > data["throughput"]["per_lab_hour"] > 0
