@@ -91,16 +91,21 @@ def test_credentials_by_their_shape_are_redacted_in_any_case(printed):
     assert "dXNlcjpvdGhlcg" not in out and "other-pass" not in out
 
 
-def test_text_holding_no_secret_compiles_and_runs_no_pattern_of_them():
+def test_text_holding_no_secret_compiles_and_runs_no_pattern_of_them(monkeypatch):
     # Judging a gate redacts every output it reads, and most hold none of the node's secrets:
     # one substring search each is a fraction of compiling and running their pattern.
-    redact = redaction.Redactor({"hunter22", "s3cret-token"})
-    assert (
-        redact("GPU 0: 81559 MiB free, nothing secret") == "GPU 0: 81559 MiB free, nothing secret"
+    compiled = []
+    real_compile = redaction.re.compile
+    monkeypatch.setattr(
+        redaction.re, "compile", lambda *a, **k: compiled.append(a[0]) or real_compile(*a, **k)
     )
-    assert redact._values is None
+    redact = redaction.Redactor({"hunter22", "s3cret-token"})
+    clean = "GPU 0: 81559 MiB free, nothing secret"
+    assert redact(clean) == clean
+    assert compiled == []
     assert redact("pw hunter22") == "pw [redacted]"
-    assert redact._values is not None
+    assert redact("and s3cret-token") == "and [redacted]"
+    assert len(compiled) == 1, "compiled once, on the first text that holds a secret"
 
 
 def test_a_tree_is_redacted_in_every_string_and_key_and_keeps_its_other_values():
