@@ -282,6 +282,11 @@ class LabAgents:
         self.states: dict[str, InbandState] = {n.serial: InbandState.fresh(n) for n in hall.nodes}
         self.agents: dict[str, Agent] = {}
         self.checkins: dict[str, int] = {}
+        # Each node's power cycles, counted on the lab's loop: a boot whose agent is still
+        # fetching its iPXE script when the node goes down is dead, as on a real node. Left to
+        # finish, it started an agent beside the next boot's, and the two redeemed one
+        # credential (a database failover's 500s held the fetch open for seconds).
+        self.cycles: dict[str, int] = {}
         for node in hall.nodes:
             if node.kind in DEVICE_KINDS:
                 continue  # a switch tray's NVOS and a shelf's controller run no agent
@@ -297,12 +302,23 @@ class LabAgents:
     def _on_boot(self, node: LabNode, target: str) -> None:
         state = self.states[node.serial]
         environment = "host_os" if target == "Hdd" and state.os_image_sha256 else "ephemeral"
-        self._loop().call_soon_threadsafe(
-            lambda: asyncio.ensure_future(self._start(node, environment))
-        )
+
+        def begin() -> None:
+            cycle = self._next_cycle(node)
+            asyncio.ensure_future(self._start(node, environment, cycle))
+
+        self._loop().call_soon_threadsafe(begin)
 
     def _on_power_off(self, node: LabNode) -> None:
-        self._loop().call_soon_threadsafe(lambda: asyncio.ensure_future(self._stop(node)))
+        def end() -> None:
+            self._next_cycle(node)
+            asyncio.ensure_future(self._stop(node))
+
+        self._loop().call_soon_threadsafe(end)
+
+    def _next_cycle(self, node: LabNode) -> int:
+        self.cycles[node.serial] = self.cycles.get(node.serial, 0) + 1
+        return self.cycles[node.serial]
 
     async def _credential(self, node: LabNode, environment: str, http: httpx.AsyncClient) -> str:
         """What the boot hands the agent: the iPXE script's credential for a network boot (as
@@ -331,7 +347,7 @@ class LabAgents:
         logger.warning("%s: no iPXE script after %d tries (%s)", node.serial, IPXE_ATTEMPTS, why)
         return ""
 
-    async def _start(self, node: LabNode, environment: str) -> None:
+    async def _start(self, node: LabNode, environment: str, cycle: int) -> None:
         await self._stop(node)
         address = agent_address(node.index)
         # Bound to the node's own address, so the artifact server knows who is downloading.
@@ -341,11 +357,15 @@ class LabAgents:
             # the lab's largest CPU cost in a large run.
             transport=httpx.AsyncHTTPTransport(local_address=address, verify=default_context()),
         )
+        credential = await self._credential(node, environment, http)
+        if self.cycles.get(node.serial) != cycle:
+            await http.aclose()  # the node went down (or booted again) while this boot fetched
+            return
         agent = Agent(
             LabHardware(self.hall, node, self.states[node.serial]),
             self.greenlight_url,
             environment=environment,
-            credential=await self._credential(node, environment, http),
+            credential=credential,
             checkin_retry_s=max(self.hall.clock.real_seconds(5.0), 0.05),
             http=http,
         )

@@ -1,0 +1,123 @@
+"""A lab node's boot dies with the power that ran it, as a real node's does: a boot still fetching
+its iPXE script when the node is reset starts no agent (a database failover held the fetch open
+for seconds, and the dead boot's agent then checked in beside the next boot's and contested its
+credential).
+
+Greenlight's boot plane is stood in for by a server that holds each iPXE answer until the test
+lets it go: the fault is a slow answer at an exact moment, which a real server cannot be made to
+give.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from aiohttp import web
+
+from lab.agents import LabAgents
+from lab.hall import LabHall
+from lab.node import BOOT_SECONDS, POWER_OFF_SECONDS
+
+
+class HeldBootPlane:
+    """Answers each iPXE fetch only once released; records every check-in's boot and refuses
+    it (the agent then stops)."""
+
+    def __init__(self) -> None:
+        self.fetches = 0
+        self.checkins: list[str] = []
+        self.release = asyncio.Event()
+        self.runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def _ipxe(self, request: web.Request) -> web.Response:
+        self.fetches += 1
+        await self.release.wait()
+        return web.Response(text="#!ipxe\nkernel vmlinuz greenlight.credential=s3cret\nboot\n")
+
+    async def _checkin(self, request: web.Request) -> web.Response:
+        self.checkins.append((await request.json())["boot_id"])
+        return web.json_response({"error": "refused by the test"}, status=403)
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/boot/v1/ipxe", self._ipxe)
+        app.router.add_post("/agent/v1/checkin", self._checkin)
+        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        port = self.runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+
+
+def _until(check, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def hall():
+    with LabHall(1, flavours=("dell",), speed=0, seed=3) as hall:
+        yield hall
+
+
+def _on_hall_loop(hall: LabHall, coro):
+    assert hall._loop is not None
+    return asyncio.run_coroutine_threadsafe(coro, hall._loop).result(timeout=10)
+
+
+def test_a_boot_reset_while_fetching_its_ipxe_script_starts_no_agent(hall):
+    plane = HeldBootPlane()
+    _on_hall_loop(hall, plane.start())
+    agents = LabAgents(hall, plane.url)
+    node = hall.node(0)
+    try:
+        node.reset("On", hall.clock.now())
+        hall.advance(BOOT_SECONDS)
+        _until(lambda: plane.fetches == 1, "the power-on boot's iPXE fetch")
+
+        # Reset while that fetch is held: the power-on boot is gone, a new one fetches.
+        assert node.reset("ForceRestart", hall.clock.now()) == ""
+        hall.advance(POWER_OFF_SECONDS + BOOT_SECONDS)
+        _until(lambda: plane.fetches == 2, "the restarted boot's iPXE fetch")
+
+        hall._loop.call_soon_threadsafe(plane.release.set)
+        _until(lambda: plane.checkins, "the restarted boot's check-in")
+        # The held fetch of the dead boot is answered too; give its agent every chance to come.
+        time.sleep(0.5)
+        assert len(plane.checkins) == 1
+        assert agents.checkins[node.serial] == 1
+        assert node.boot_count == 2
+    finally:
+        agents.stop_all()
+        if plane.runner is not None:
+            _on_hall_loop(hall, plane.runner.cleanup())
+
+
+def test_a_node_powered_off_while_fetching_starts_no_agent(hall):
+    plane = HeldBootPlane()
+    _on_hall_loop(hall, plane.start())
+    agents = LabAgents(hall, plane.url)
+    node = hall.node(0)
+    try:
+        node.reset("On", hall.clock.now())
+        hall.advance(BOOT_SECONDS)
+        _until(lambda: plane.fetches == 1, "the boot's iPXE fetch")
+        node.reset("ForceOff", hall.clock.now())
+        hall.advance(POWER_OFF_SECONDS)
+        _until(lambda: node.power == "Off", "the node to power off")
+
+        hall._loop.call_soon_threadsafe(plane.release.set)
+        time.sleep(0.5)
+        assert plane.checkins == []
+        assert node.serial not in agents.agents
+    finally:
+        agents.stop_all()
+        if plane.runner is not None:
+            _on_hall_loop(hall, plane.runner.cleanup())
