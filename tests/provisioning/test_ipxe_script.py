@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agent import boot_args
+from provisioning.boot import credentials
 from provisioning.boot.credentials import arm_for_boot, ephemeral_credential, ephemeral_for_mac
 from provisioning.boot.path import BootMethod, boot_method
 from tests.factories import make_node
@@ -73,3 +74,26 @@ def test_the_database_finds_the_node_by_its_mac_in_any_spelling(rack, manifest):
     assert found is not None and found.pk == wanted[shouting.pk]
     assert len(queries) == 1
     assert mac.replace(":", "-") in queries[0]["sql"].lower()
+
+
+def test_the_lookup_is_compiled_once_and_finds_what_the_orm_finds(rack, manifest, monkeypatch):
+    nodes = [make_node(rack=rack) for _ in range(3)]
+    for node in nodes[:2]:
+        ephemeral_credential(make_run(node, phases_done=2))
+        arm_for_boot(node.pk)
+    ephemeral_credential(make_run(nodes[2], phases_done=2))  # not armed: no script
+    read = credentials.ARMED_EPHEMERAL_BY_MAC
+    built = []
+    monkeypatch.setattr(
+        credentials,
+        "ARMED_EPHEMERAL_BY_MAC",
+        type(read)(lambda colon, dash: built.append(colon) or read.build(colon, dash)),
+    )
+    for node in nodes:
+        for mac in node.mac_addresses:
+            dash = mac.replace(":", "-")
+            expected = [c.pk for c in read.build(mac, dash)]
+            assert [c.pk for c in credentials.ARMED_EPHEMERAL_BY_MAC.all(mac, dash)] == expected
+            found = ephemeral_for_mac(dash.upper())
+            assert (found.node_id if found else None) == (node.pk if node != nodes[2] else None)
+    assert len(built) == 1
