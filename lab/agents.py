@@ -385,6 +385,10 @@ class LabAgents:
         if self.agents.get(node.serial) is agent:  # the node may have rebooted meanwhile
             agent.resume_polling()
 
+    async def _shut_down(self, node: LabNode) -> None:
+        self._next_cycle(node)  # a boot still fetching its script starts nothing now
+        await self._stop(node)
+
     async def _stop(self, node: LabNode) -> None:
         agent = self.agents.pop(node.serial, None)
         if agent is not None:
@@ -397,7 +401,8 @@ class LabAgents:
         if loop is None:
             return
         futures = [
-            asyncio.run_coroutine_threadsafe(self._stop(node), loop) for node in self.hall.nodes
+            asyncio.run_coroutine_threadsafe(self._shut_down(node), loop)
+            for node in self.hall.nodes
         ]
         for future in futures:
             try:

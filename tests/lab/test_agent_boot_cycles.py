@@ -121,3 +121,24 @@ def test_a_node_powered_off_while_fetching_starts_no_agent(hall):
         agents.stop_all()
         if plane.runner is not None:
             _on_hall_loop(hall, plane.runner.cleanup())
+
+
+def test_a_boot_fetching_when_the_lab_stops_starts_no_agent(hall):
+    plane = HeldBootPlane()
+    _on_hall_loop(hall, plane.start())
+    agents = LabAgents(hall, plane.url)
+    node = hall.node(0)
+    try:
+        node.reset("On", hall.clock.now())
+        hall.advance(BOOT_SECONDS)
+        _until(lambda: plane.fetches == 1, "the boot's iPXE fetch")
+        agents.stop_all()
+
+        hall._loop.call_soon_threadsafe(plane.release.set)
+        time.sleep(0.5)
+        assert plane.checkins == []
+        assert node.serial not in agents.agents
+    finally:
+        agents.stop_all()
+        if plane.runner is not None:
+            _on_hall_loop(hall, plane.runner.cleanup())
