@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from fleet import fields as fleet_fields
 from fleet.choices import EventKind
 from fleet.models import Event
 from provisioning.agents import link as agent_link
@@ -161,3 +162,32 @@ def test_reports_out_of_order_are_refused_as_before(client, checked_in, node):
     assert AgentCommand.objects.get(pk=command.pk).status == "sent"
     # Recorded (one event for a source's refusals of a minute: fleet.refusals).
     assert Event.objects.filter(kind=EventKind.AGENT_REFUSED, node=node).exists()
+
+
+def test_serving_booting_firmware_and_agents_decrypts_no_bmc_password(client, node, monkeypatch):
+    """Nothing a boot or an agent asks for needs the node's BMC password: their reads leave it
+    out, so no request pays to decrypt it."""
+    run = make_run(node, phases_done=2)
+    secret = booted_secret(run)
+    assert node.bmc_password  # there is one to decrypt
+    decrypted = []
+    real = fleet_fields.decrypt
+    monkeypatch.setattr(fleet_fields, "decrypt", lambda text: decrypted.append(1) or real(text))
+
+    script = client.get("/boot/v1/ipxe", {"mac": node.mac_addresses[0]})
+    assert script.status_code == 200 and secret in script.content.decode()
+    token = _checkin(client, node, secret).json()["token"]
+    session = AgentSession.objects.get(node=node)
+    command = agent_link.send(session, run, "secure_erase", "secure_erase", {})
+    poll = client.post(
+        "/agent/v1/poll", json.dumps({"known": []}), content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )  # fmt: skip
+    assert [c["id"] for c in poll.json()["commands"]] == [command.pk]
+    log = client.post(
+        f"/agent/v1/commands/{command.pk}/log", json.dumps({"text": "erasing\n"}),
+        content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}",
+    )  # fmt: skip
+    assert log.status_code == 200
+    assert _report(client, token, command.pk).status_code == 200
+    assert decrypted == []
