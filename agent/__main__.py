@@ -15,11 +15,9 @@ import ssl
 import sys
 from pathlib import Path
 
-import httpx
-
 from . import boot_args, install_record
 from .hardware import SystemHardware
-from .runner import Agent
+from .runner import Agent, http_client
 
 
 def main() -> None:
@@ -57,7 +55,7 @@ def main() -> None:
             environment=environment,
             credential=credential,
             boot_id=boot_id,
-            http=httpx.AsyncClient(timeout=30.0, verify=verify),
+            http=http_client(verify=verify),
         )
         await agent.start()
         await asyncio.Event().wait()

@@ -23,6 +23,17 @@ logger = logging.getLogger("greenlight.agent")
 
 # Statuses after which Greenlight will never accept this boot's token again.
 TOKEN_REFUSED = (401, 403)
+# How long the agent keeps an idle connection to Greenlight. The node plane keeps one 75 s
+# (gunicorn --keep-alive 75, docs/operators-guide.md); httpx's own default is 5 s, so every
+# poll after a longer pause (30 s while a command runs or no run is open) set up TCP and TLS
+# again. Under the server's 75 s, so the server never closes one under a request being sent.
+KEEPALIVE_S = 60.0
+LIMITS = httpx.Limits(keepalive_expiry=KEEPALIVE_S)
+
+
+def http_client(**kwargs: Any) -> httpx.AsyncClient:
+    """The agent's HTTP client: a 30 s timeout, and connections kept between polls."""
+    return httpx.AsyncClient(timeout=30.0, limits=LIMITS, **kwargs)
 
 
 @dataclass
@@ -72,7 +83,7 @@ class Agent:
         self.boot_id = boot_id or uuid.uuid4().hex
         self.checkin_retry_s = checkin_retry_s
         self.poll_s = poll_s
-        self.http = http or httpx.AsyncClient(timeout=30.0)
+        self.http = http or http_client()
         self.token: str | None = None
         self.refused: str | None = None
         self.commands: dict[int, CommandState] = {}

@@ -20,7 +20,7 @@ import httpx
 
 from agent import boot_args
 from agent.hardware import Hardware, HardwareError, Log
-from agent.runner import Agent
+from agent.runner import LIMITS, Agent
 from provisioning.redfish.tls import default_context
 
 from .inband import InbandState
@@ -355,7 +355,9 @@ class LabAgents:
             timeout=30.0,
             # One SSL context for every boot of every node: loading the CA bundle per client was
             # the lab's largest CPU cost in a large run.
-            transport=httpx.AsyncHTTPTransport(local_address=address, verify=default_context()),
+            transport=httpx.AsyncHTTPTransport(
+                local_address=address, verify=default_context(), limits=LIMITS
+            ),
         )
         credential = await self._credential(node, environment, http)
         if self.cycles.get(node.serial) != cycle:
