@@ -72,7 +72,9 @@ def _on_hall_loop(hall: LabHall, coro):
     return asyncio.run_coroutine_threadsafe(coro, hall._loop).result(timeout=10)
 
 
-def test_a_boot_reset_while_fetching_its_ipxe_script_starts_no_agent(hall):
+@pytest.fixture
+def lab(hall):
+    """The hall's agents against a held boot plane; the node is on, its boot's fetch held."""
     plane = HeldBootPlane()
     _on_hall_loop(hall, plane.start())
     agents = LabAgents(hall, plane.url)
@@ -81,64 +83,47 @@ def test_a_boot_reset_while_fetching_its_ipxe_script_starts_no_agent(hall):
         node.reset("On", hall.clock.now())
         hall.advance(BOOT_SECONDS)
         _until(lambda: plane.fetches == 1, "the power-on boot's iPXE fetch")
-
-        # Reset while that fetch is held: the power-on boot is gone, a new one fetches.
-        assert node.reset("ForceRestart", hall.clock.now()) == ""
-        hall.advance(POWER_OFF_SECONDS + BOOT_SECONDS)
-        _until(lambda: plane.fetches == 2, "the restarted boot's iPXE fetch")
-
-        hall._loop.call_soon_threadsafe(plane.release.set)
-        _until(lambda: plane.checkins, "the restarted boot's check-in")
-        # The held fetch of the dead boot is answered too; give its agent every chance to come.
-        time.sleep(0.5)
-        assert len(plane.checkins) == 1
-        assert agents.checkins[node.serial] == 1
-        assert node.boot_count == 2
+        yield plane, agents, node
     finally:
         agents.stop_all()
-        if plane.runner is not None:
-            _on_hall_loop(hall, plane.runner.cleanup())
+        _on_hall_loop(hall, plane.runner.cleanup())
 
 
-def test_a_node_powered_off_while_fetching_starts_no_agent(hall):
-    plane = HeldBootPlane()
-    _on_hall_loop(hall, plane.start())
-    agents = LabAgents(hall, plane.url)
-    node = hall.node(0)
-    try:
-        node.reset("On", hall.clock.now())
-        hall.advance(BOOT_SECONDS)
-        _until(lambda: plane.fetches == 1, "the boot's iPXE fetch")
-        node.reset("ForceOff", hall.clock.now())
-        hall.advance(POWER_OFF_SECONDS)
-        _until(lambda: node.power == "Off", "the node to power off")
-
-        hall._loop.call_soon_threadsafe(plane.release.set)
-        time.sleep(0.5)
-        assert plane.checkins == []
-        assert node.serial not in agents.agents
-    finally:
-        agents.stop_all()
-        if plane.runner is not None:
-            _on_hall_loop(hall, plane.runner.cleanup())
+def _release(hall, plane) -> None:
+    """Answer every held fetch, and give a dead boot's agent every chance to come."""
+    hall._loop.call_soon_threadsafe(plane.release.set)
+    time.sleep(0.5)
 
 
-def test_a_boot_fetching_when_the_lab_stops_starts_no_agent(hall):
-    plane = HeldBootPlane()
-    _on_hall_loop(hall, plane.start())
-    agents = LabAgents(hall, plane.url)
-    node = hall.node(0)
-    try:
-        node.reset("On", hall.clock.now())
-        hall.advance(BOOT_SECONDS)
-        _until(lambda: plane.fetches == 1, "the boot's iPXE fetch")
-        agents.stop_all()
+def test_a_boot_reset_while_fetching_its_ipxe_script_starts_no_agent(hall, lab):
+    plane, agents, node = lab
+    # Reset while that fetch is held: the power-on boot is gone, a new one fetches.
+    assert node.reset("ForceRestart", hall.clock.now()) == ""
+    hall.advance(POWER_OFF_SECONDS + BOOT_SECONDS)
+    _until(lambda: plane.fetches == 2, "the restarted boot's iPXE fetch")
 
-        hall._loop.call_soon_threadsafe(plane.release.set)
-        time.sleep(0.5)
-        assert plane.checkins == []
-        assert node.serial not in agents.agents
-    finally:
-        agents.stop_all()
-        if plane.runner is not None:
-            _on_hall_loop(hall, plane.runner.cleanup())
+    _release(hall, plane)
+    _until(lambda: plane.checkins, "the restarted boot's check-in")
+    assert len(plane.checkins) == 1
+    assert agents.checkins[node.serial] == 1
+    assert node.boot_count == 2
+
+
+def test_a_node_powered_off_while_fetching_starts_no_agent(hall, lab):
+    plane, agents, node = lab
+    node.reset("ForceOff", hall.clock.now())
+    hall.advance(POWER_OFF_SECONDS)
+    _until(lambda: node.power == "Off", "the node to power off")
+
+    _release(hall, plane)
+    assert plane.checkins == []
+    assert node.serial not in agents.agents
+
+
+def test_a_boot_fetching_when_the_lab_stops_starts_no_agent(hall, lab):
+    plane, agents, node = lab
+    agents.stop_all()
+
+    _release(hall, plane)
+    assert plane.checkins == []
+    assert node.serial not in agents.agents
