@@ -213,6 +213,7 @@ def by_media_key(media_key: str) -> BootCredential | None:
     """The live ephemeral credential whose boot medium is named `media_key`."""
     credential = (
         BootCredential.objects.select_related("node", "run")
+        .defer(*node_secret_fields("node"))
         .filter(
             media_key=media_key,
             environment=AgentEnvironment.EPHEMERAL,

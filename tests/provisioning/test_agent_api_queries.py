@@ -15,7 +15,12 @@ from fleet.choices import EventKind
 from fleet.models import Event
 from provisioning.agents import link as agent_link
 from provisioning.agents.intervals import poll_interval
-from provisioning.boot.credentials import arm_for_boot, mint_host_credential
+from provisioning.boot.credentials import (
+    arm_for_boot,
+    by_media_key,
+    ephemeral_credential,
+    mint_host_credential,
+)
 from provisioning.core.phases import PHASE_NAMES
 from provisioning.models import AgentCommand, AgentSession, Run
 from tests.support.scenes import booted_secret, make_run
@@ -190,4 +195,6 @@ def test_serving_booting_firmware_and_agents_decrypts_no_bmc_password(client, no
     )  # fmt: skip
     assert log.status_code == 200
     assert _report(client, token, command.pk).status_code == 200
+    # The per-node ISO's read (a boot by virtual media) too.
+    assert by_media_key(ephemeral_credential(run).media_key).node.serial == node.serial
     assert decrypted == []
