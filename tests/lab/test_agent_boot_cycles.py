@@ -1,11 +1,11 @@
 """A lab node's boot dies with the power that ran it, as a real node's does: a boot still fetching
 its iPXE script when the node is reset starts no agent (a database failover held the fetch open
 for seconds, and the dead boot's agent then checked in beside the next boot's and contested its
-credential).
+credential). A network boot that gets no script starts no agent either.
 
 Greenlight's boot plane is stood in for by a server that holds each iPXE answer until the test
 lets it go: the fault is a slow answer at an exact moment, which a real server cannot be made to
-give.
+give. Where a real answer does, the real boot plane gives it (live_server).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import time
 
 import pytest
 from aiohttp import web
+from django.core.signals import request_started
 
 from lab.agents import LabAgents
 from lab.hall import LabHall
@@ -127,3 +128,27 @@ def test_a_boot_fetching_when_the_lab_stops_starts_no_agent(hall, lab):
     _release(hall, plane)
     assert plane.checkins == []
     assert node.serial not in agents.agents
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_network_boot_without_an_ipxe_script_starts_no_agent(hall, live_server):
+    # Greenlight's own boot plane, which has no script for a MAC it never armed: a real node's
+    # firmware then has nothing to boot, so nothing may check in with an empty credential.
+    paths: list[str] = []
+
+    def seen(sender, environ, **kwargs):
+        paths.append(environ["PATH_INFO"])
+
+    request_started.connect(seen, weak=False)
+    agents = LabAgents(hall, live_server.url)
+    node = hall.node(0)
+    try:
+        node.reset("On", hall.clock.now())
+        hall.advance(BOOT_SECONDS)
+        _until(lambda: "/boot/v1/ipxe" in paths, "the power-on boot's iPXE fetch")
+        time.sleep(0.5)  # an agent started anyway checks in at once
+        assert "/agent/v1/checkin" not in paths
+        assert node.serial not in agents.agents
+    finally:
+        request_started.disconnect(seen)
+        agents.stop_all()
