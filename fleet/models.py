@@ -152,18 +152,6 @@ class Sku(models.Model):
         return self.name
 
 
-# A node's fields that only Greenlight's own Redfish work reads. The reads that serve booting
-# firmware and agents leave them out (`.defer(*node_secret_fields("node"))`): the process that
-# answers the nodes never decrypts a BMC password, and no request pays for a decrypt it does
-# not use (py-spy put Fernet at 3% of the agents' API's samples in a 741-node benchmark).
-NODE_SECRET_FIELDS = ("bmc_password",)
-
-
-def node_secret_fields(path: str) -> list[str]:
-    """NODE_SECRET_FIELDS as lookups through `path`, the relation to the node, for defer()."""
-    return [f"{path}__{name}" for name in NODE_SECRET_FIELDS]
-
-
 PLAIN_HTTP_REFUSED = (
     "Plain http:// would send the BMC password unencrypted: use https://, or give the reason "
     "this BMC must be reached over plain HTTP (BMC plain-HTTP reason)."

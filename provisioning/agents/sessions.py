@@ -23,7 +23,7 @@ from common.prepared_reads import PreparedRead
 from fleet.choices import EventKind
 from fleet.events import record as record_event
 from fleet.events import truncate
-from fleet.models import Node, node_secret_fields
+from fleet.models import Node
 from fleet.refusals import record_refusal
 
 from ..boot import credentials as boot_credentials
@@ -183,8 +183,7 @@ def authenticate_poll(header: str, *, remote: str = "", path: str = "") -> Agent
 
 
 def _session_by_token(token_hash: str) -> AgentSession | None:
-    sessions = AgentSession.objects.select_related("node").defer(*node_secret_fields("node"))
-    return sessions.filter(token_hash=token_hash).first()
+    return AgentSession.objects.select_related("node").filter(token_hash=token_hash).first()
 
 
 def _sent_ids(rank: slice) -> Subquery:
@@ -208,7 +207,6 @@ POLL_SESSION = PreparedRead(
             **interval_facts(OuterRef("node_id"), recent),
         )
         .select_related("node")
-        .defer(*node_secret_fields("node"))
         .filter(token_hash=token_hash)
         .order_by("pk")[:1]
     )
@@ -221,8 +219,7 @@ def _poll_session_by_token(token_hash: str) -> AgentSession | None:
 
 def _reported_commands(command_id: int, token_hash: str) -> QuerySet[AgentCommand]:
     """The command, if the token's live session may report on it (its own node's, its boot's)."""
-    commands = AgentCommand.objects.select_related("session__node")
-    return commands.defer(*node_secret_fields("session__node")).filter(
+    return AgentCommand.objects.select_related("session__node").filter(
         pk=command_id,
         session__token_hash=token_hash,
         session__revoked_at__isnull=True,

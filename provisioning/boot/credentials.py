@@ -27,7 +27,7 @@ from django.db.models.functions import Least
 from django.utils import timezone
 
 from common.prepared_reads import PreparedRead
-from fleet.models import Node, node_secret_fields
+from fleet.models import Node
 
 from ..choices import ACTIVE_RUN_STATUSES, AgentEnvironment
 from ..models import BootCredential, Run
@@ -152,12 +152,10 @@ def arm_for_boot(node_id: int, environments: Iterable[str] | None = None, *, boo
 
 
 def live_credentials(secret_hash: str) -> QuerySet[BootCredential]:
-    """The live credential whose secret hashes to `secret_hash` (none or one), with its node
-    (less its BMC password: nothing a boot's check-in does needs it), rack and run."""
-    return (
-        BootCredential.objects.select_related("node__rack", "run")
-        .defer(*node_secret_fields("node"))
-        .filter(secret_hash=secret_hash, revoked_at__isnull=True)
+    """The live credential whose secret hashes to `secret_hash` (none or one), with its node,
+    rack and run."""
+    return BootCredential.objects.select_related("node__rack", "run").filter(
+        secret_hash=secret_hash, revoked_at__isnull=True
     )
 
 
@@ -213,7 +211,6 @@ def by_media_key(media_key: str) -> BootCredential | None:
     """The live ephemeral credential whose boot medium is named `media_key`."""
     credential = (
         BootCredential.objects.select_related("node", "run")
-        .defer(*node_secret_fields("node"))
         .filter(
             media_key=media_key,
             environment=AgentEnvironment.EPHEMERAL,
@@ -235,7 +232,6 @@ def by_media_key(media_key: str) -> BootCredential | None:
 ARMED_EPHEMERAL_BY_MAC = PreparedRead(
     lambda colon, dash: (
         BootCredential.objects.select_related("node", "run__manifest")
-        .defer(*node_secret_fields("node"))
         .filter(
             Q(node__mac_addresses__icontains=Value(colon))
             | Q(node__mac_addresses__icontains=Value(dash)),

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
+from fleet import fields as fleet_fields
 from fleet.choices import EventKind, NodeState
 from fleet.enrollment_csv import enroll_csv
 from fleet.lifecycle import transition
@@ -36,6 +37,34 @@ def test_the_raw_column_holds_no_plaintext(rack, sku):
     assert raw.startswith("fernet:")
     assert SECRET not in raw
     assert Node.objects.get(pk=node.pk).bmc_password == SECRET
+
+
+def test_a_node_is_decrypted_only_when_its_password_is_read(rack, sku, monkeypatch):
+    # Most reads of a node (an agent's poll, a page or export of nodes) never use the password:
+    # they must not pay a decrypt for it, nor a save of such a node encrypt it again.
+    node = factories.make_node(rack=rack, bmc_password=SECRET)
+    stored = raw_password_column(node)
+    calls = []
+    for name in ("decrypt", "encrypt"):
+        real = getattr(fleet_fields, name)
+        monkeypatch.setattr(
+            fleet_fields, name, lambda text, real=real, name=name: calls.append(name) or real(text)
+        )
+
+    loaded = list(Node.objects.filter(pk=node.pk)) + [Node.objects.get(serial=node.serial)]
+    assert SECRET not in repr(vars(loaded[0])) and stored not in repr(vars(loaded[0]))
+    loaded[0].hostname = "renamed"
+    loaded[0].save()
+    assert calls == []
+    assert raw_password_column(node) == stored  # written back as read
+
+    assert loaded[1].bmc_password == SECRET
+    assert loaded[1].bmc_password == SECRET  # decrypted once, then kept
+    assert calls == ["decrypt"]
+    loaded[1].bmc_password = "n3w-" + SECRET
+    loaded[1].save()
+    assert calls == ["decrypt", "encrypt"]
+    assert Node.objects.get(pk=node.pk).bmc_password == "n3w-" + SECRET
 
 
 def test_the_admin_pages_never_show_the_password(client, alice, rack, sku):
