@@ -110,9 +110,9 @@ def start_agent_api(
     port = port or free_port()
     tls_args = ["--certfile", str(tls[0]), "--keyfile", str(tls[1])] if tls else []
     proc = subprocess.Popen(
-        # Agents report every few seconds: a connection kept 75 s is not set up again each time.
-        [sys.executable, "-m", "gunicorn", "-b", f"127.0.0.1:{port}", "-k", "gthread",
-         "--threads", str(threads), "-w", "1", "--keep-alive", "75", *tls_args,
+        # The node plane's own settings (greenlight/node_gunicorn.py), as a site runs it.
+        [sys.executable, "-m", "gunicorn", "-c", "python:greenlight.node_gunicorn",
+         "-b", f"127.0.0.1:{port}", "--threads", str(threads), *tls_args,
          "greenlight.node_wsgi:application"],
         cwd=ROOT, env={**WEB_SERVER_ENV, **env}, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True,

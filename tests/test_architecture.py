@@ -38,6 +38,7 @@ WIRING = frozenset(
         "greenlight.asgi",
         "greenlight.wsgi",
         "greenlight.node_wsgi",
+        "greenlight.node_gunicorn",
         "greenlight.node_urls",
         "greenlight.celery",
     }

@@ -1,0 +1,90 @@
+"""The node plane holds a connection for every agent of its hall between polls (agents keep
+theirs 60 s): past gunicorn's default of 1,000 connections its gthread loop stopped reading
+requests and spun a core (gunicorn issue #3407), so its settings (greenlight/node_gunicorn.py)
+make room for the hall."""
+
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from lab import processes
+
+ROOT = Path(__file__).resolve().parents[2]
+
+AGENTS = 1_000  # gunicorn's default worker_connections
+JUST_CONNECTED = 16  # boots connecting meanwhile, their first request not yet sent
+
+
+def _ask(sock: socket.socket, host: str) -> None:
+    sock.sendall(f"GET /agent/v1/nothing HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += sock.recv(4096)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 404")
+
+
+@pytest.fixture
+def node_plane():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = AGENTS + JUST_CONNECTED + 256
+    if soft < wanted:
+        if hard != resource.RLIM_INFINITY and hard < wanted:
+            pytest.skip(f"needs {wanted} open files, the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    env = {k: v for k, v in os.environ.items() if k != "GREENLIGHT_QUERY_LOG_DIR"}
+    proc, url = processes.start_agent_api(env)
+    try:
+        yield url
+    finally:
+        processes.stop(proc)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_node_plane_answers_past_a_thousand_kept_agent_connections(node_plane):
+    address = urlsplit(node_plane)
+    host = address.netloc
+    kept = []
+    try:
+        for _ in range(AGENTS):
+            sock = socket.create_connection((address.hostname, address.port), timeout=10)
+            kept.append(sock)
+            _ask(sock, host)  # an agent's poll; it keeps the connection for the next
+        kept += [
+            socket.create_connection((address.hostname, address.port), timeout=10)
+            for _ in range(JUST_CONNECTED)
+        ]
+        # A new client (a boot, an agent reconnecting) is answered on a connection of its own,
+        fresh = socket.create_connection((address.hostname, address.port), timeout=10)
+        kept.append(fresh)
+        _ask(fresh, host)
+        _ask(kept[0], host)  # and an agent polling again on its kept connection
+    finally:
+        for sock in kept:
+            sock.close()
+
+
+@pytest.mark.parametrize("value", ["lots", "10"])
+def test_a_bad_connection_count_stops_the_node_plane_saying_why(value):
+    env = {**os.environ, "GREENLIGHT_NODE_PLANE_CONNECTIONS": value}
+    out = subprocess.run(
+        [sys.executable, "-c", "import greenlight.node_gunicorn"],
+        env=env, cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode != 0
+    assert "GREENLIGHT_NODE_PLANE_CONNECTIONS" in out.stderr
