@@ -130,7 +130,9 @@ def test_a_boot_fetching_when_the_lab_stops_starts_no_agent(hall, lab):
     assert node.serial not in agents.agents
 
 
-@pytest.mark.django_db(transaction=True)
+# serialized_rollback, as every transactional test here: the flush after one without it lets the
+# content types come back under new ids, and the next test that restores the database collides.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_network_boot_without_an_ipxe_script_starts_no_agent(hall, live_server):
     # Greenlight's own boot plane, which has no script for a MAC it never armed: a real node's
     # firmware then has nothing to boot, so nothing may check in with an empty credential.
