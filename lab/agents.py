@@ -327,7 +327,8 @@ class LabAgents:
             return str(self.states[node.serial].install_record.get("host_credential", ""))
         # Firmware retries a network boot whose server did not answer (iPXE's own retries, then
         # the boot order again): hundreds of nodes powering on together can time a fetch out.
-        # A 4xx is an answer: no script for this MAC (a node booted from virtual media).
+        # A 4xx is an answer: Greenlight armed no boot for this MAC (a power-on with nothing
+        # to boot), and the node starts no agent (_start).
         for attempt in range(1, IPXE_ATTEMPTS + 1):
             try:
                 answer = await http.get(

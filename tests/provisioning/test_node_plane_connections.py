@@ -1,7 +1,8 @@
 """The node plane holds a connection for every agent of its hall between polls (agents keep
 theirs 60 s): past gunicorn's default of 1,000 connections its gthread loop stopped reading
 requests and spun a core (gunicorn issue #3407), so its settings (greenlight/node_gunicorn.py)
-make room for the hall."""
+make room for the hall, and raise the server's open-files limit to match: each connection is a
+file descriptor, and the usual soft limit (1,024, or less) refuses them first."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import resource
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,13 +23,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 AGENTS = 1_000  # gunicorn's default worker_connections
 JUST_CONNECTED = 16  # boots connecting meanwhile, their first request not yet sent
+# The open-files limit the node plane is started under: far below what its agents need.
+STARTED_UNDER = 256
 
 
 def _ask(sock: socket.socket, host: str) -> None:
     sock.sendall(f"GET /agent/v1/nothing HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
     answer = b""
     while b"\r\n\r\n" not in answer:
-        answer += sock.recv(4096)
+        chunk = sock.recv(4096)
+        assert chunk, "the node plane closed the connection without answering"
+        answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
     length = next(
         int(line.split(b":")[1])
@@ -43,12 +49,15 @@ def _ask(sock: socket.socket, host: str) -> None:
 def node_plane():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = AGENTS + JUST_CONNECTED + 256
-    if soft < wanted:
-        if hard != resource.RLIM_INFINITY and hard < wanted:
-            pytest.skip(f"needs {wanted} open files, the hard limit is {hard}")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        pytest.skip(f"needs {wanted} open files, the hard limit is {hard}")
     env = {k: v for k, v in os.environ.items() if k != "GREENLIGHT_QUERY_LOG_DIR"}
-    proc, url = processes.start_agent_api(env)
+    # The server inherits the limit it is started under; this test's own sockets need the room.
+    resource.setrlimit(resource.RLIMIT_NOFILE, (STARTED_UNDER, hard))
+    try:
+        proc, url = processes.start_agent_api(env)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
     try:
         yield url
     finally:
@@ -88,3 +97,29 @@ def test_a_bad_connection_count_stops_the_node_plane_saying_why(value):
     )  # fmt: skip
     assert out.returncode != 0
     assert "GREENLIGHT_NODE_PLANE_CONNECTIONS" in out.stderr
+
+
+def test_a_hard_limit_too_low_for_the_hall_is_said_at_start(tmp_path):
+    def low_limits() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (STARTED_UNDER, 600))
+
+    log = tmp_path / "node-plane.log"
+    env = {k: v for k, v in os.environ.items() if k != "GREENLIGHT_QUERY_LOG_DIR"}
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "python:greenlight.node_gunicorn",
+             "-b", f"127.0.0.1:{processes.free_port()}", "greenlight.node_wsgi:application"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=low_limits,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while "open-files limit" not in log.read_text() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        # As far as the hard limit allows, and the operator told what the hall needs.
+        assert "open-files limit 600 is below the 10256 that 10000 connections need" in (
+            log.read_text()
+        )
+    finally:
+        processes.stop(proc)
