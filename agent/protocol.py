@@ -20,6 +20,12 @@ installed OS, os_install wrote it into the install record on the boot disk.
 CHECKIN = "/agent/v1/checkin"
 POLL = "/agent/v1/poll"
 
+# Seconds the agent keeps an idle connection to Greenlight for its next request. Every interval
+# Greenlight tells an agent is shorter (provisioning/agents/intervals.py, a system check says
+# so), and the node plane keeps a connection longer (greenlight/node_gunicorn.py), so no poll
+# sets up TCP and TLS again, and the server never closes one under a request being sent.
+KEEPALIVE_S = 90.0
+
 
 def command_log_path(command_id: int) -> str:
     return f"/agent/v1/commands/{command_id}/log"

@@ -23,11 +23,10 @@ logger = logging.getLogger("greenlight.agent")
 
 # Statuses after which Greenlight will never accept this boot's token again.
 TOKEN_REFUSED = (401, 403)
-# How long the agent keeps an idle connection to Greenlight. The node plane keeps one 75 s
-# (gunicorn --keep-alive 75, docs/operators-guide.md); httpx's own default is 5 s, so every
-# poll after a longer pause (30 s while a command runs or no run is open) set up TCP and TLS
-# again. Under the server's 75 s, so the server never closes one under a request being sent.
-KEEPALIVE_S = 60.0
+# Connections are kept between polls (protocol.KEEPALIVE_S says how long and why); httpx's own
+# default is 5 s, so every poll after a longer pause (30 s while a command runs or no run is
+# open, up to a minute in a long firmware phase) set up TCP and TLS again.
+KEEPALIVE_S = protocol.KEEPALIVE_S
 LIMITS = httpx.Limits(keepalive_expiry=KEEPALIVE_S)
 
 

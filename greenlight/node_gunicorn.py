@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import resource
 
+from agent.protocol import KEEPALIVE_S
 from common.env import env_int, problems
 
 # Threads, not processes: an agent's request waits on the database, not the CPU; one worker, so
@@ -16,9 +17,10 @@ from common.env import env_int, problems
 worker_class = "gthread"
 workers = 1
 threads = 8
-# Agents report every few seconds and keep their connection 60 s between polls
-# (agent/runner.py): kept 75 s here, it is not set up again for each poll.
-keepalive = 75
+# Agents report every few seconds to a minute apart and keep their connection 90 s between
+# polls (agent/protocol.py): kept longer here, it is not set up again for each poll, and the
+# server never closes one under an agent's request.
+keepalive = int(KEEPALIVE_S) + 15
 
 # Every agent of the hall holds a connection between its polls, and gthread counts each against
 # worker_connections (gunicorn's default 1,000). Once they reach it, gunicorn 23's loop stops

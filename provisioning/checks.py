@@ -1,5 +1,6 @@
-"""System checks of the scheduler adapter (a production process names a real one) and of the
-lab's wall clock (never outside lab mode).
+"""System checks of the scheduler adapter (a production process names a real one), of the
+lab's wall clock (never outside lab mode) and of the agents' poll intervals (under their
+keep-alive).
 
 Its ids keep the greenlight. prefix of the environment checks (common/checks.py) it sits
 beside in every report; it lives here because the adapters are provisioning's.
@@ -10,8 +11,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.core import checks
 
+from agent.protocol import KEEPALIVE_S
 from common.lab_mode import LAB_MODE_VARIABLE
 
+from .agents.intervals import QUIET_POLL_FACTOR, longest_interval_s
 from .schedulers import ADAPTERS
 
 REAL_SCHEDULERS = sorted(name for name in ADAPTERS if name != "lab")
@@ -64,3 +67,21 @@ def check_wall_clock(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
             )
         ]
     return []
+
+
+@checks.register()
+def check_poll_intervals(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """Every interval an agent is told is shorter than the agents' keep-alive: a poll that comes
+    later finds its connection closed and sets up TCP and TLS again."""
+    longest = longest_interval_s()
+    if longest < KEEPALIVE_S:
+        return []
+    return [
+        checks.Warning(
+            f"agents may be told to poll {longest:g} s apart, and keep their connection only "
+            f"{KEEPALIVE_S:g} s: each such poll connects (TCP and TLS) again.",
+            hint=f"Keep GREENLIGHT_AGENT_IDLE_POLL_S and {QUIET_POLL_FACTOR} x "
+            f"GREENLIGHT_AGENT_POLL_S under {KEEPALIVE_S:g}.",
+            id="greenlight.W001",
+        )
+    ]

@@ -119,6 +119,13 @@ def _interval_and_why(facts: dict[str, Any], *, sent_now: bool) -> tuple[float, 
     return max(node_s / clock.scale(), MIN_POLL_S), why
 
 
+def longest_interval_s() -> float:
+    """The longest interval an agent can be told, in real seconds on a real clock: a run's quiet
+    phase settled, or a command running, or no run."""
+    quiet_settled = QUIET_POLL_FACTOR * settings.GREENLIGHT_AGENT_POLL_S
+    return max(settings.GREENLIGHT_AGENT_IDLE_POLL_S, quiet_settled)
+
+
 def poll_interval(node_id: int) -> float:
     """Seconds until the agent should ask again.
 
