@@ -9,26 +9,9 @@ from __future__ import annotations
 import asyncio
 import importlib.abc
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from agent.runner import http_client
-
-
-class _Answer(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body = b'{"commands": [], "poll_s": 2}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:
-        pass
+from tests.support.poll_answers import poll_server
 
 
 class _Searches(importlib.abc.MetaPathFinder):
@@ -43,12 +26,9 @@ class _Searches(importlib.abc.MetaPathFinder):
 
 
 def test_an_agents_polls_search_for_no_module():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/agent/v1/poll"
     searches = _Searches()
 
-    async def polls() -> None:
+    async def polls(url: str) -> None:
         async with http_client() as client:
             await client.post(url, json={"known": []})  # whatever loads once, loads here
             sys.meta_path.insert(0, searches)
@@ -58,9 +38,6 @@ def test_an_agents_polls_search_for_no_module():
             finally:
                 sys.meta_path.remove(searches)
 
-    try:
-        asyncio.run(polls())
-    finally:
-        server.shutdown()
-        server.server_close()
+    with poll_server() as (_, url):
+        asyncio.run(polls(url))
     assert searches.names == []
