@@ -107,7 +107,7 @@ def _interval_and_why(facts: dict[str, Any], *, sent_now: bool) -> tuple[float, 
         return settings.GREENLIGHT_AGENT_IDLE_POLL_S, "command running"
     short = settings.GREENLIGHT_AGENT_POLL_S
     quiet = facts.get("run_phase") in _QUIET_PHASES and not facts.get("rack_run_open")
-    settled = (QUIET_POLL_FACTOR if quiet else SETTLED_POLL_FACTOR) * short
+    settled = settled_node_s(quiet=quiet)
     active = [at for at in (facts.get("boot_at"), facts.get("command_finished_at")) if at]
     if active:
         # Node seconds since the latest activity: the longer nothing came, the less to expect.
@@ -119,11 +119,17 @@ def _interval_and_why(facts: dict[str, Any], *, sent_now: bool) -> tuple[float, 
     return max(node_s / clock.scale(), MIN_POLL_S), why
 
 
+def settled_node_s(*, quiet: bool) -> float:
+    """Node seconds between the polls of an agent that nothing happened to lately: in a quiet
+    (out-of-band) phase, or in an in-band one."""
+    factor = QUIET_POLL_FACTOR if quiet else SETTLED_POLL_FACTOR
+    return factor * settings.GREENLIGHT_AGENT_POLL_S
+
+
 def longest_interval_s() -> float:
     """The longest interval an agent can be told, in real seconds on a real clock: a run's quiet
     phase settled, or a command running, or no run."""
-    quiet_settled = QUIET_POLL_FACTOR * settings.GREENLIGHT_AGENT_POLL_S
-    return max(settings.GREENLIGHT_AGENT_IDLE_POLL_S, quiet_settled)
+    return max(settings.GREENLIGHT_AGENT_IDLE_POLL_S, settled_node_s(quiet=True))
 
 
 def poll_interval(node_id: int) -> float:
