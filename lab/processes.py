@@ -8,8 +8,11 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 from django.conf import settings
@@ -203,6 +206,27 @@ def stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    # Once: a second SIGTERM must not cut short the stopping that the first one started.
+    signal.signal(signum, signal.SIG_IGN)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def interrupt_on_sigterm() -> Callable[[], None]:
+    """Make a SIGTERM to this process stop it as a Ctrl-C does; returns what undoes that.
+
+    A lab run's children lead sessions of their own, so a signal to the run reaches none of
+    them: only the run's exit stops them. Python's default for SIGTERM ends the process with no
+    exit (a benchmark stopped so left its web servers, workers and lab BMCs running); as a
+    KeyboardInterrupt it unwinds through the run's `with` block. Outside the main thread, where
+    no handler can be set, it changes nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def kill(proc: subprocess.Popen) -> None:

@@ -79,6 +79,7 @@ class LabRun:
         self.env: dict[str, str] = {}
         self.nodes: list[Node] = []
         self._logs: list = []
+        self._restore_sigterm = lambda: None
 
     def _log(self, name: str):
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -99,6 +100,7 @@ class LabRun:
         }
         # extra_env may override any of these (a failover test's shorter step lease).
         self.env = processes.child_env(**{**defaults, **c.extra_env})
+        self._restore_sigterm = processes.interrupt_on_sigterm()
         try:
             self.web, self.env_url = processes.start_web(self.env, log=self._log("web"))
             # The agents talk to a server of their own, as in production (docs/operators-guide.md):
@@ -161,6 +163,7 @@ class LabRun:
             self.proxy.stop()
         for handle in self._logs:
             handle.close()
+        self._restore_sigterm()
 
     # -- passes ----------------------------------------------------------------------------
 

@@ -74,6 +74,7 @@ class VmLabRun:
         self.nodes: list[Node] = []
         self.timings: dict[str, float | bool] = {}
         self._logs: list = []
+        self._restore_sigterm = lambda: None
 
     def _log(self, name: str):
         path = self.workdir / "logs" / f"{name}.log"
@@ -83,6 +84,7 @@ class VmLabRun:
         return handle
 
     def __enter__(self) -> VmLabRun:
+        self._restore_sigterm = processes.interrupt_on_sigterm()
         try:
             self._start()
         except BaseException:
@@ -197,6 +199,7 @@ class VmLabRun:
         for handle in self._logs:
             handle.close()
         self._logs.clear()
+        self._restore_sigterm()
 
     # -- other images ----------------------------------------------------------------------
 
