@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils import timezone
+
 from acceptance.choices import VERDICT_COLORS, VERDICT_ICONS, Verdict
 from acceptance.decisions import gate_problems
 from acceptance.gates import GATES_BY_NAME, GateName
@@ -13,6 +15,7 @@ from acceptance.parsers import PARSERS
 from fleet.choices import EventKind, NodeKind, NodeState
 from fleet.lifecycle import is_allowed
 from fleet.models import Event, Node
+from provisioning import clock
 from provisioning.agents import logs as phase_logs
 from provisioning.choices import ACTIVE_RUN_STATUSES, PHASE_STATUS_COLORS, PhaseStatus
 from provisioning.core import progress
@@ -36,6 +39,7 @@ EVENT_WINDOW = 200
 SETTLED = (PhaseStatus.DONE, PhaseStatus.SKIPPED)
 # Phases a run is held at: the one a skip would skip.
 STUCK = (PhaseStatus.FAILED, PhaseStatus.RUNNING, PhaseStatus.WAITING)
+UNDER_WAY = (PhaseStatus.RUNNING, PhaseStatus.WAITING)
 
 
 @dataclass
@@ -48,6 +52,8 @@ class PhaseRow:
     color: str
     attempts: int = 0
     duration_s: float | None = None
+    # A phase under way: node time since it started ("12 min"), counted at each render.
+    elapsed: str = ""
     changes: list[dict] = field(default_factory=list)
     error: str = ""
     wait_reason: str = ""
@@ -67,6 +73,13 @@ def log_of(record: PhaseRecord | None) -> int | None:
     return record.pk if record is not None and phase_logs.has_log(record) else None
 
 
+def elapsed_text(record: PhaseRecord | None, status: PhaseStatus) -> str:
+    """How long a phase under way has taken so far, in node time; "" for any other."""
+    if record is None or record.started_at is None or status not in UNDER_WAY:
+        return ""
+    return clock.minutes_text(clock.node_seconds(timezone.now() - record.started_at))
+
+
 def timeline(run: Run | None, loaded: list[PhaseRecord] | None = None) -> list[PhaseRow]:
     """Every phase of the pipeline, in order, with what the run's record says of it."""
     records = {r.phase: r for r in (phase_records(run) if loaded is None else loaded)}
@@ -84,6 +97,7 @@ def timeline(run: Run | None, loaded: list[PhaseRecord] | None = None) -> list[P
                 color=PHASE_STATUS_COLORS[status],
                 attempts=rec.attempts if rec else 0,
                 duration_s=rec.duration_s if rec else None,
+                elapsed=elapsed_text(rec, status),
                 changes=[c for c in (rec.changes if rec else []) if isinstance(c, dict)],
                 error=rec.error if rec else "",
                 wait_reason=rec.wait_reason if rec else "",

@@ -314,13 +314,10 @@ def wait(
 ) -> None:
     """Record what the phase waits for and schedule the next look; the worker lets go.
     `safety_net`: news that nudges the run ends the wait (outcomes.Wait)."""
-    spent = clock.node_seconds(timezone.now() - record.started_at)
-    # The phase's own clock against its limit, named as such: "of 109 h" beside a soak's
-    # "of 72 h" read as a second, contradictory soak length.
-    text = (
-        f"{reason}; {clock.minutes_text(spent)} in this phase, "
-        f"limit {clock.minutes_text(_limit(ctx))}"
-    )
+    # The phase's limit, named as such: "of 109 h" beside a soak's "of 72 h" read as a second,
+    # contradictory soak length. The time spent so far is not written here: a look may not come
+    # for as long as a command runs (the sweep sets its net again), so the panel counts it.
+    text = f"{reason}; phase limit {clock.minutes_text(_limit(ctx))}"
     first_time = record.status != PhaseStatus.WAITING or not record.wait_reason.startswith(reason)
     record.status = PhaseStatus.WAITING
     record.wait_reason = text[:300]

@@ -12,6 +12,14 @@ within that span and was not sent yet is sent now, with the countdown to its due
 (`dispatched_at`) so the next sweep leaves it alone. A sweep at least as often as that span (the
 settings hold GREENLIGHT_SWEEP_SECONDS to it) sends every look before it is due. A look that is
 only a safety net (`Run.safety_net`) is sent once it falls within one sweep interval.
+
+Most safety nets wait for a command's result, and the agent pushes that result, which nudges the
+run. While the agent still runs the command and still polls, a look at the run finds nothing new
+and sets the same net again: six steps a node in the GPU health gate's 30-minute DCGM diagnostic
+alone, and one for every five minutes of every other long command (a soak's). The sweep sets such a
+net again itself, for all of them in one statement (`renew_command_nets`); a run is looked at
+once its agent stops polling (the look then finds the command lost, as before), once its session
+is revoked, or once the next net would fall past its phase's deadline (the look then enforces it).
 """
 
 from __future__ import annotations
@@ -20,12 +28,14 @@ import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from ..choices import ACTIVE_RUN_STATUSES, RunStatus
-from ..models import Run
+from .. import clock
+from ..choices import ACTIVE_RUN_STATUSES, CommandStatus, PhaseStatus, RunStatus
+from ..models import PhaseRecord, Run
 from ..scheduling import dispatch_span, send_step
+from .phases.inband import COMMAND_LOOK_S
 
 # The header the sweep's message carries: when it was published (seconds since the epoch).
 SENT_AT_HEADER = "greenlight_sent_at"
@@ -58,6 +68,7 @@ def dispatch_due(*, now: datetime | None = None) -> int:
     # A safety net is sent once due before the next sweep: the news it waits for usually comes
     # first, and nudges the run with a message of its own.
     net_horizon = now + timedelta(seconds=dispatch_span(safety_net=True))
+    renew_command_nets(now=now)
     waiting = Run.objects.filter(status=RunStatus.WAITING)
     coming_due = Q(safety_net=False, next_look_at__lte=horizon) | Q(next_look_at__lte=net_horizon)
     # Marked first, then read back by the mark. The conditional UPDATE is the claim: of two sweeps
@@ -70,6 +81,38 @@ def dispatch_due(*, now: datetime | None = None) -> int:
     for run_id, step, look_at in due:
         send_step(run_id, step, max(((look_at or now) - now).total_seconds(), 0.0))
     return len(due)
+
+
+def renew_command_nets(*, now: datetime | None = None) -> int:
+    """Set again, COMMAND_LOOK_S node seconds on, the safety net of every waiting run that comes
+    due before the next sweep and waits for a command its agent still runs and still polls for,
+    unless the net would then fall past the phase's deadline; return how many."""
+    now = now or timezone.now()
+    renewed_to = now + clock.real_delta(COMMAND_LOOK_S)
+    # The run's phase under way, waiting for its command; the agent as is_polling judges it.
+    command_under_way = PhaseRecord.objects.filter(
+        run_id=OuterRef("pk"),
+        phase=OuterRef("current_phase"),
+        status=PhaseStatus.WAITING,
+        deadline_at__gt=renewed_to,
+        command__status__in=(CommandStatus.QUEUED, CommandStatus.SENT),
+        command__session__isnull=False,
+        command__session__revoked_at__isnull=True,
+        command__session__expected_by__gte=now,
+    )
+    net_horizon = now + timedelta(seconds=dispatch_span(safety_net=True))
+    # One conditional UPDATE: a run nudged meanwhile (its result came) was sent its step by
+    # the nudge, which the step's number lets claim whatever next_look_at says.
+    return (
+        Run.objects.filter(
+            status=RunStatus.WAITING,
+            safety_net=True,
+            dispatched_at__isnull=True,
+            next_look_at__lte=net_horizon,
+        )
+        .filter(Exists(command_under_way))
+        .update(next_look_at=renewed_to)
+    )
 
 
 def stamp_sent_at(headers: dict) -> None:
