@@ -6,10 +6,10 @@ the result back. Greenlight never connects to a node, so nothing here has an add
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from common.prepared_reads import PreparedRead
@@ -23,6 +23,8 @@ from ..models import AgentCommand, AgentSession, Run
 MISSED_POLLS = 4
 # Never judge an agent gone sooner than this, however short the poll interval.
 MIN_SILENCE_S = 10.0
+# A command whose result has not come: its agent may still be running it.
+OPEN_STATUSES = (CommandStatus.QUEUED, CommandStatus.SENT)
 
 __all__ = ["AgentRefused", "AgentUnavailable"]
 
@@ -97,15 +99,29 @@ def refresh(command: AgentCommand) -> AgentCommand:
     died, the node hung) is judged here.
     """
     command.refresh_from_db()
-    if command.status not in (CommandStatus.QUEUED, CommandStatus.SENT):
+    if command.status not in OPEN_STATUSES:
         return command
     session = command.session
     if session is None or session.revoked_at is not None or not is_polling(session):
-        AgentCommand.objects.filter(
-            pk=command.pk, status__in=(CommandStatus.QUEUED, CommandStatus.SENT)
-        ).update(status=CommandStatus.LOST, finished_at=timezone.now())
+        AgentCommand.objects.filter(pk=command.pk, status__in=OPEN_STATUSES).update(
+            status=CommandStatus.LOST, finished_at=timezone.now()
+        )
         command.refresh_from_db()
     return command
+
+
+def awaited(now: datetime, through: str = "") -> Q:
+    """refresh's judgement as a filter: commands still open whose session is not revoked and
+    whose agent still polls, which a look would leave as they are. `through`: the path from the
+    queried model to the command ("command__" from a phase record)."""
+    return Q(
+        **{
+            f"{through}status__in": OPEN_STATUSES,
+            f"{through}session__isnull": False,
+            f"{through}session__revoked_at__isnull": True,
+            f"{through}session__expected_by__gte": now,
+        }
+    )
 
 
 def store_result(command: AgentCommand, body: dict[str, Any]) -> bool:

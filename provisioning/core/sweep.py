@@ -32,7 +32,8 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from .. import clock
-from ..choices import ACTIVE_RUN_STATUSES, CommandStatus, PhaseStatus, RunStatus
+from ..agents import link as agent_link
+from ..choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunStatus
 from ..models import PhaseRecord, Run
 from ..scheduling import dispatch_span, send_step
 from .phases.inband import COMMAND_LOOK_S
@@ -89,16 +90,13 @@ def renew_command_nets(*, now: datetime | None = None) -> int:
     unless the net would then fall past the phase's deadline; return how many."""
     now = now or timezone.now()
     renewed_to = now + clock.real_delta(COMMAND_LOOK_S)
-    # The run's phase under way, waiting for its command; the agent as is_polling judges it.
+    # The run's phase under way, waiting for a command that a look would find still awaited.
     command_under_way = PhaseRecord.objects.filter(
+        agent_link.awaited(now, through="command__"),
         run_id=OuterRef("pk"),
         phase=OuterRef("current_phase"),
         status=PhaseStatus.WAITING,
         deadline_at__gt=renewed_to,
-        command__status__in=(CommandStatus.QUEUED, CommandStatus.SENT),
-        command__session__isnull=False,
-        command__session__revoked_at__isnull=True,
-        command__session__expected_by__gte=now,
     )
     net_horizon = now + timedelta(seconds=dispatch_span(safety_net=True))
     # One conditional UPDATE: a run nudged meanwhile (its result came) was sent its step by

@@ -15,6 +15,7 @@ import pytest
 from django.utils import timezone
 
 from provisioning import clock
+from provisioning.agents import link as agent_link
 from provisioning.choices import AgentEnvironment, CommandStatus, RunStatus
 from provisioning.core.engine import advance
 from provisioning.core.phases.base import PhaseContext
@@ -215,3 +216,27 @@ def test_the_sweep_leaves_a_net_of_another_kind_and_an_ordinary_look_alone(
     with django_capture_on_commit_callbacks(execute=False):
         due = net_handed_over(gate_run, now)
     assert renew_command_nets(now=due - timedelta(seconds=SWEEP_S)) == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "case", ["polling", "stopped polling", "revoked", "no session", "queued", "done"]
+)
+def test_the_sweeps_filter_judges_a_command_as_a_look_would(gate_run, case):
+    # The sweep leaves a net only where the look's refresh would leave the command as it is.
+    if case != "no session":
+        polled_by(
+            gate_run,
+            expected_in=timedelta(seconds=-1 if case == "stopped polling" else 300),
+            revoked=case == "revoked",
+        )
+    status = {"queued": CommandStatus.QUEUED, "done": CommandStatus.DONE}.get(
+        case, CommandStatus.SENT
+    )
+    AgentCommand.objects.filter(run=gate_run).update(status=status)
+    command = AgentCommand.objects.get(run=gate_run)
+    awaited = AgentCommand.objects.filter(agent_link.awaited(timezone.now()), pk=command.pk)
+    left_awaited = awaited.exists()
+    assert left_awaited == (case in ("polling", "queued"))
+    after = agent_link.refresh(command)
+    assert (after.status in agent_link.OPEN_STATUSES) == left_awaited
