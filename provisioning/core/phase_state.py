@@ -17,16 +17,26 @@ Compared = dict[str, Any]
 
 @dataclass(frozen=True)
 class PowerOnRequests:
-    """How many power-on requests the BMC accepted while the node stayed off."""
+    """How many power-on requests the BMC accepted while the node stayed off, and the boot
+    override set before the first (its target, "" when the node boots its own boot order)."""
 
     sent: int = 1
+    boots_into: str = ""
 
     @classmethod
     def of(cls, compared: Compared | None) -> PowerOnRequests:
-        return cls(sent=int((compared or {}).get("power_on_requests", 1)))
+        compared = compared or {}
+        return cls(
+            sent=int(compared.get("power_on_requests", 1)),
+            boots_into=str(compared.get("power_on_boots_into") or ""),
+        )
 
     def into(self, compared: Compared | None) -> Compared:
-        return {**(compared or {}), "power_on_requests": self.sent}
+        return {
+            **(compared or {}),
+            "power_on_requests": self.sent,
+            "power_on_boots_into": self.boots_into,
+        }
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,11 @@ from ...agents.link import EPHEMERAL, HOST_OS, is_alive, live_session
 from ...boot import path as boot_path
 from ...boot.credentials import arm_for_boot
 from ...choices import PhaseStatus, Stage
-from ...models import AgentSession
+from ...models import AgentSession, PhaseRecord
 from ...outcomes import Outcome, Wait
 from ...redfish import PowerAction, PowerState, RedfishError, TaskState, boot
 from ...redfish.errors import BmcUnreachable, SystemInPost
+from ..phase_state import PowerOnRequests
 from .base import PhaseContext
 
 # A safety net: the agent's check-in after the reboot nudges the run at once.
@@ -26,22 +27,9 @@ def reboot_into(
     `next_stage` to await it. The override is read back before the reset."""
     bmc = ctx.bmc()
     session = live_session(ctx.node)
-    try:
-        staged = bmc.set_boot_override(target, once=True, http_boot_uri=http_boot_uri)
-    except SystemInPost:
-        return Wait(POST_LOOK_S, "the BMC refuses boot changes while the node is in POST")
-    if "dell_oem" in staged.detail:
-        # Dell's virtual-CD boot is a configuration-import job, not a Boot property: its read
-        # back is the job, which must not have failed.
-        if staged.task_monitor:
-            job = bmc.task_status(staged.task_monitor)
-            if job.state == TaskState.FAILED:
-                words = "; ".join(job.messages) or job.raw_state
-                raise RedfishError(staged.url, f"the iDRAC refused the virtual-CD boot: {words}")
-    else:
-        differs = boot.read_back_differs(bmc, target)
-        if differs:
-            raise RedfishError(bmc.transport.absolute(bmc.system_path()), differs)
+    refused = stage_boot(ctx, target, http_boot_uri=http_boot_uri)
+    if refused is not None:
+        return refused
     power = bmc.power_state()
     action = PowerAction.ON if power == PowerState.OFF else PowerAction.RESTART
     # The stage is saved before the reset: a worker dying right after it must not reset twice.
@@ -67,9 +55,44 @@ def reboot_into(
     return Wait(BOOT_LOOK_S, f"rebooting into {where}", safety_net=True)
 
 
-def power_on_unredeemed(ctx: PhaseContext) -> bool:
-    """Whether this run powered the node on and no boot has checked in since."""
+def stage_boot(ctx: PhaseContext, target: str, *, http_boot_uri: str = "") -> Wait | None:
+    """Set the node's next boot, once, to `target` and read it back (RedfishError when it did
+    not hold); a Wait when the BMC refuses boot changes while the node is in POST."""
+    bmc = ctx.bmc()
+    try:
+        staged = bmc.set_boot_override(target, once=True, http_boot_uri=http_boot_uri)
+    except SystemInPost:
+        return Wait(POST_LOOK_S, "the BMC refuses boot changes while the node is in POST")
+    if "dell_oem" in staged.detail:
+        # Dell's virtual-CD boot is a configuration-import job, not a Boot property: its read
+        # back is the job, which must not have failed.
+        if staged.task_monitor:
+            job = bmc.task_status(staged.task_monitor)
+            if job.state == TaskState.FAILED:
+                words = "; ".join(job.messages) or job.raw_state
+                raise RedfishError(staged.url, f"the iDRAC refused the virtual-CD boot: {words}")
+    else:
+        differs = boot.read_back_differs(bmc, target)
+        if differs:
+            raise RedfishError(bmc.transport.absolute(bmc.system_path()), differs)
+    return None
+
+
+def powered_on_into(ctx: PhaseContext, environment: str) -> bool:
+    """Whether this run powered the node on with its boot set to `environment`'s medium, and
+    no boot has checked in since: that boot is still to come, and a restart would only start
+    it again (a second POST, minutes on an HGX server)."""
     power_on = ctx.run.phases.filter(phase="power_on", status=PhaseStatus.DONE).first()
+    if power_on is None or PowerOnRequests.of(power_on.resume).boots_into != environment:
+        return False
+    return power_on_unredeemed(ctx, power_on)
+
+
+def power_on_unredeemed(ctx: PhaseContext, power_on: PhaseRecord | None = None) -> bool:
+    """Whether this run powered the node on (its power_on record, `power_on`, read when not
+    given) and no boot has checked in since."""
+    if power_on is None:
+        power_on = ctx.run.phases.filter(phase="power_on", status=PhaseStatus.DONE).first()
     if power_on is None or power_on.started_at is None:
         return False
     since = AgentSession.objects.filter(node=ctx.node, created_at__gte=power_on.started_at)

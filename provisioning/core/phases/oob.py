@@ -20,7 +20,14 @@ from ...boot.credentials import arm_for_boot
 from ...choices import ACTIVE_RUN_STATUSES, Stage
 from ...models import PhaseRecord
 from ...outcomes import Done, Failure, Outcome, Skipped, TransientFailure, Wait
-from ...redfish import PowerAction, PowerState, activation, firmware_update, update_tracking
+from ...redfish import (
+    PowerAction,
+    PowerState,
+    RedfishError,
+    activation,
+    firmware_update,
+    update_tracking,
+)
 from ...redfish.activation import Activation
 from ...redfish.errors import ActionNotSupported, BmcBusy, BmcUnreachable, ResourceMissing
 from ...redfish.update_tracking import Progress
@@ -30,7 +37,7 @@ from ..inventory import record_oob
 from ..phase_state import ActivationRequest, FirmwarePush, PowerOnRequests
 from . import activation_steps
 from .base import Drift, Phase, PhaseContext, PhaseInfo
-from .common import awaiting_boot, boot_ephemeral, reboot_into
+from .common import awaiting_boot, boot_ephemeral, powered_on_into, reboot_into, stage_boot
 
 # Node seconds a power-on holds its slot in the rack: the inrush a PDU must absorb.
 POWER_RAMP_S = 15.0
@@ -108,25 +115,62 @@ class PowerOn(Phase):
                 return TransientFailure("power state cannot be read")
             if not take_power_slot(ctx):
                 return Wait(POWER_RAMP_S / 2, "waiting for a power-on slot in the rack")
-            # The node boots whatever its boot order holds: each live credential may serve it.
+            boots_into = stage_first_boot(ctx)
+            if boots_into:
+                ctx.set_stage(Stage.RAMPING, resume=PowerOnRequests(1, boots_into).into(None))
+            # Each live credential may serve the boot: the ephemeral one staged, or whatever
+            # the boot order holds.
             arm_for_boot(ctx.node.pk)
             bmc.reset(PowerAction.ON)
             return Wait(10, "powering on")
         if power == PowerState.ON:
-            return Done(changes=[{"component": "power", "from": "Off", "to": "On"}])
+            changes = [{"component": "power", "from": "Off", "to": "On"}]
+            boots_into = PowerOnRequests.of(ctx.record.resume).boots_into
+            if boots_into:
+                changes.append({"component": "boot", "from": "", "to": f"{boots_into} once"})
+            return Done(changes=changes)
         if power == PowerState.POWERING_ON:
             return Wait(10, "powering on")
         if ctx.stage_elapsed() > 60:
-            tries = PowerOnRequests.of(ctx.record.resume).sent
+            requests = PowerOnRequests.of(ctx.record.resume)
+            tries = requests.sent
             if tries >= POWER_ON_RETRIES:
                 return Failure(
                     f"the BMC accepted {tries} power-on requests and the node stayed off",
                     component="bmc",
                 )
             # Some iDRAC firmware answers 204 to the first power-on and ignores it.
-            ctx.set_stage(Stage.RAMPING, resume=PowerOnRequests(tries + 1).into(None))
+            ctx.set_stage(
+                Stage.RAMPING, resume=PowerOnRequests(tries + 1, requests.boots_into).into(None)
+            )
             bmc.reset(PowerAction.ON)
         return Wait(10, f"powering on (the BMC reports {power})")
+
+
+def stage_first_boot(ctx: PhaseContext) -> str:
+    """Set the boot of a node about to be powered on to the ephemeral environment, when its run
+    boots that next: the environment's name, or "" when the node boots its own boot order.
+
+    As Ironic does (boot device, then power): the override set after the power-on meant a
+    restart, and a second POST, on every node; iLO even refuses it until the first POST is over
+    (UnableToModifyDuringSystemPOST, whose resolution allows it "powered off"). Virtual media
+    keeps the restart: its insert and Dell's virtual-CD boot (a configuration-import job) are
+    not proven here against a host that is off. A BMC that refuses the override now leaves the
+    boot to the boot_ephemeral phase, which sets it again and says why if it fails.
+    """
+    following = ctx.run.phases.filter(order__gt=ctx.record.order).order_by("order").first()
+    if following is None or following.phase != "boot_ephemeral":
+        return ""
+    if boot_path.boot_method(ctx.manifest) == boot_path.BootMethod.VIRTUAL_MEDIA:
+        return ""
+    prepared = boot_path.prepare(ctx.bmc(), ctx.run, ctx.manifest)
+    try:
+        refused = stage_boot(ctx, prepared.target, http_boot_uri=prepared.http_boot_uri)
+    except (BmcUnreachable, BmcBusy):
+        raise  # transient: the look is retried, as any other
+    except RedfishError:
+        return ""
+    return "" if refused is not None else EPHEMERAL
 
 
 def next_task_look_s(elapsed_s: float, percent: int | None) -> float:
@@ -171,6 +215,9 @@ class BootEphemeral(Phase):
         if alive is not None:
             return Skipped({"agent": f"already up ({alive.environment}, boot {alive.boot_id[:8]})"})
         method = boot_path.boot_method(ctx.manifest)
+        if powered_on_into(ctx, EPHEMERAL):
+            # The power-on's boot is on its way there (stage_first_boot): wait_for_agent awaits it.
+            return Skipped({"boot": f"{method.value} once, set before the power-on"})
         boot_ephemeral(ctx, Stage.REBOOTING)
         return Done(changes=[{"component": "boot", "from": "", "to": f"{method.value} once"}])
 
