@@ -124,8 +124,21 @@ def pasted_lines(text: str) -> list[str]:
 
     A block indented as a whole (a Markdown list item, a mail) is dedented first. Elision lines
     are kept: callers count them, since what a paste leaves out must be said."""
-    unquoted = textwrap.dedent("\n".join(unquote(line) for line in text.splitlines()))
-    return [strip_launcher(line) for line in unquoted.splitlines()]
+    lines = [unquote(line) for line in text.splitlines()]
+    if any(line[:1] not in _MARGIN_CHARS for line in lines if line):
+        # No margin common to every line: dedent would only empty the lines of spaces and tabs
+        # (and drop a last one so emptied), after scanning the whole text twice with its
+        # patterns; a tool's own output, unindented, is nearly every paste a gate reads.
+        lines = [line if line.strip(_MARGIN_CHARS) else "" for line in lines]
+        if lines and not lines[-1]:
+            lines.pop()
+    else:
+        lines = textwrap.dedent("\n".join(lines)).splitlines()
+    return [strip_launcher(line) for line in lines]
+
+
+# What textwrap.dedent counts as a margin.
+_MARGIN_CHARS = " \t"
 
 
 def load_json_object(text: str) -> tuple[dict | None, str | None]:
