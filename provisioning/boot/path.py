@@ -51,7 +51,7 @@ def ipxe_chain_url() -> str:
 
 
 @dataclass(frozen=True)
-class EphemeralBoot:
+class PreparedBoot:
     """What was prepared: the override target to boot once, and the URI it fetches."""
 
     method: BootMethod
@@ -60,17 +60,17 @@ class EphemeralBoot:
     medium: str = ""
 
 
-def prepare(bmc: RedfishClient, run: Run, manifest: dict[str, Any]) -> EphemeralBoot:
+def prepare(bmc: RedfishClient, run: Run, manifest: dict[str, Any]) -> PreparedBoot:
     """Mint (or reuse) the run's credential and put its medium where the node will boot it."""
     method = boot_method(manifest)
     credential = ephemeral_credential(run)
     target = OVERRIDE_TARGET[method]
     if method == BootMethod.VIRTUAL_MEDIA:
         inserted = virtual_media.insert(bmc, media_url(credential))
-        return EphemeralBoot(method, target, medium=inserted.path)
+        return PreparedBoot(method, target, medium=inserted.path)
     if method == BootMethod.UEFI_HTTP:
-        return EphemeralBoot(method, target, http_boot_uri=media_url(credential))
-    return EphemeralBoot(method, target)
+        return PreparedBoot(method, target, http_boot_uri=media_url(credential))
+    return PreparedBoot(method, target)
 
 
 def release_medium(bmc: RedfishClient, manifest: dict[str, Any]) -> bool:

@@ -161,6 +161,8 @@ def power_slot_wait_s(ctx: PhaseContext) -> float:
     A node whose turn comes and finds every slot taken (a node ahead was late) asks again then.
     """
     rack_id = ctx.node.rack_id
+    if rack_id is None:  # no rack, no slots: take_power_slot never refuses it
+        return POWER_RAMP_S / 2
     batch = settings.GREENLIGHT_POWER_ON_BATCH
     now = timezone.now()
     since = now - clock.real_delta(POWER_RAMP_S)
@@ -168,7 +170,7 @@ def power_slot_wait_s(ctx: PhaseContext) -> float:
         phase="power_on", run__status__in=ACTIVE_RUN_STATUSES, run__node__rack_id=rack_id
     )
     ramping = in_rack.filter(stage=Stage.RAMPING, stage_started_at__gte=since)
-    starts = sorted(ramping.values_list("stage_started_at", flat=True))[-batch:]
+    starts = sorted(at for at in ramping.values_list("stage_started_at", flat=True) if at)[-batch:]
     if not starts:
         return POWER_RAMP_S / 2
     mine = ctx.record.started_at or now
