@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from fleet.choices import DEVICE_KINDS
@@ -42,8 +43,8 @@ from .common import awaiting_boot, boot_ephemeral, powered_on_into, reboot_into,
 
 # Node seconds a power-on holds its slot in the rack: the inrush a PDU must absorb.
 POWER_RAMP_S = 15.0
-# Node seconds after a slot frees before its next node looks: it is counted free only once the
-# ramp has passed on the database's clock too.
+# Node seconds after a slot frees before its next node looks: a look exactly at the ramp's end
+# may still count it (a worker's clock, a queue's delay) and wait a whole round more.
 SLOT_MARGIN_S = 0.5
 # Looks at a BMC's firmware update task: before it reports progress, and the bounds after.
 TASK_LOOK_S = 60.0
@@ -151,6 +152,21 @@ class PowerOn(Phase):
         return Wait(10, f"powering on (the BMC reports {power})")
 
 
+def power_on_records_in_rack(rack_id: int) -> QuerySet[PhaseRecord]:
+    """The power_on records of the rack's active runs."""
+    return PhaseRecord.objects.filter(
+        phase="power_on", run__status__in=ACTIVE_RUN_STATUSES, run__node__rack_id=rack_id
+    )
+
+
+def ramping_in_rack(rack_id: int, now: datetime) -> QuerySet[PhaseRecord]:
+    """The rack's power-ons holding a slot at `now`: ramping for less than POWER_RAMP_S."""
+    since = now - clock.real_delta(POWER_RAMP_S)
+    return power_on_records_in_rack(rack_id).filter(
+        stage=Stage.RAMPING, stage_started_at__gte=since
+    )
+
+
 def power_slot_wait_s(ctx: PhaseContext) -> float:
     """Node seconds until this node's turn for a power-on slot of its rack: when the slots
     ramping now free up, one batch after another, for the nodes that asked before it.
@@ -165,17 +181,14 @@ def power_slot_wait_s(ctx: PhaseContext) -> float:
         return POWER_RAMP_S / 2
     batch = settings.GREENLIGHT_POWER_ON_BATCH
     now = timezone.now()
-    since = now - clock.real_delta(POWER_RAMP_S)
-    in_rack = PhaseRecord.objects.filter(
-        phase="power_on", run__status__in=ACTIVE_RUN_STATUSES, run__node__rack_id=rack_id
-    )
-    ramping = in_rack.filter(stage=Stage.RAMPING, stage_started_at__gte=since)
+    ramping = ramping_in_rack(rack_id, now)
     starts = sorted(at for at in ramping.values_list("stage_started_at", flat=True) if at)[-batch:]
     if not starts:
         return POWER_RAMP_S / 2
     mine = ctx.record.started_at or now
     ahead = (
-        in_rack.filter(stage=Stage.NONE, status__in=(PhaseStatus.RUNNING, PhaseStatus.WAITING))
+        power_on_records_in_rack(rack_id)
+        .filter(stage=Stage.NONE, status__in=(PhaseStatus.RUNNING, PhaseStatus.WAITING))
         .filter(Q(started_at__lt=mine) | Q(started_at=mine, pk__lt=ctx.record.pk))
         .count()
     )
@@ -230,14 +243,7 @@ def take_power_slot(ctx: PhaseContext) -> bool:
         if rack_id is not None:
             # The rack row is the lock: counting and claiming must not interleave.
             Rack.objects.select_for_update().filter(pk=rack_id).first()
-            since = timezone.now() - clock.real_delta(POWER_RAMP_S)
-            ramping = PhaseRecord.objects.filter(
-                phase="power_on",
-                stage=Stage.RAMPING,
-                stage_started_at__gte=since,
-                run__status__in=ACTIVE_RUN_STATUSES,
-                run__node__rack_id=rack_id,
-            ).count()
+            ramping = ramping_in_rack(rack_id, timezone.now()).count()
             if ramping >= settings.GREENLIGHT_POWER_ON_BATCH:
                 return False
         ctx.set_stage(Stage.RAMPING, resume=PowerOnRequests(1).into(None))
