@@ -17,11 +17,13 @@ Compared = dict[str, Any]
 
 @dataclass(frozen=True)
 class PowerOnRequests:
-    """How many power-on requests the BMC accepted while the node stayed off, and the boot
-    override set before the first (its target, "" when the node boots its own boot order)."""
+    """How many power-on requests the BMC accepted while the node stayed off, the boot
+    override set before the first (its target, "" when the node boots its own boot order), and
+    the BMC's words when it refused that override."""
 
     sent: int = 1
     boots_into: str = ""
+    boot_refused: str = ""
 
     @classmethod
     def of(cls, compared: Compared | None) -> PowerOnRequests:
@@ -29,6 +31,7 @@ class PowerOnRequests:
         return cls(
             sent=int(compared.get("power_on_requests", 1)),
             boots_into=str(compared.get("power_on_boots_into") or ""),
+            boot_refused=str(compared.get("power_on_boot_refused") or ""),
         )
 
     def into(self, compared: Compared | None) -> Compared:
@@ -36,6 +39,7 @@ class PowerOnRequests:
             **(compared or {}),
             "power_on_requests": self.sent,
             "power_on_boots_into": self.boots_into,
+            "power_on_boot_refused": self.boot_refused,
         }
 
 

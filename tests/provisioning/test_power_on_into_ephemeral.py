@@ -10,13 +10,12 @@ from django.utils import timezone
 from lab.hall import LabHall
 from provisioning.choices import PhaseStatus, RunKind
 from provisioning.core.phase_state import PowerOnRequests
-from provisioning.core.phases import phase_for
-from provisioning.core.phases.base import PhaseContext
 from provisioning.core.runs import start_run
 from provisioning.models import BootCredential, PhaseRecord
 from provisioning.outcomes import Done, Skipped, Wait
 from provisioning.redfish.bmc import session_pool
 from tests.factories import make_node
+from tests.phase_looks import look, mark_done
 
 pytestmark = pytest.mark.django_db
 
@@ -40,21 +39,9 @@ def _run(bmc, rack, kind=RunKind.PROVISION):
     return node, run
 
 
-def _look(run, phase: str):
-    record = run.phases.get(phase=phase)
-    if record.status == PhaseStatus.PENDING:  # as the engine's start_phase does
-        record.status, record.started_at = PhaseStatus.RUNNING, timezone.now()
-        record.save(update_fields=["status", "started_at"])
-    ctx = PhaseContext(run=run, node=run.node, record=record, manifest=run.manifest.spec)
-    try:
-        return phase_for(phase).execute(ctx), record
-    finally:
-        ctx.close()
-
-
 def test_power_on_sets_the_ephemeral_boot_before_it_powers_the_node_on(bmc, rack, manifest):
     node, run = _run(bmc, rack)
-    outcome, record = _look(run, "power_on")
+    outcome, record = look(run, "power_on")
 
     assert isinstance(outcome, Wait) and outcome.reason == "powering on"
     assert bmc.node.power == "PoweringOn"
@@ -64,20 +51,20 @@ def test_power_on_sets_the_ephemeral_boot_before_it_powers_the_node_on(bmc, rack
     assert BootCredential.objects.get(run=run, environment="ephemeral").boots_armed == 1
 
     bmc.node.power = "On"  # the lab's boot, as its clock would end it
-    done, _ = _look(run, "power_on")
+    done, _ = look(run, "power_on")
     assert isinstance(done, Done)
     assert {"component": "boot", "from": "", "to": "ephemeral once"} in done.changes
 
 
 def test_boot_ephemeral_restarts_nothing_after_such_a_power_on(bmc, rack, manifest):
     node, run = _run(bmc, rack)
-    _look(run, "power_on")
+    look(run, "power_on")
     bmc.node.power = "On"
-    outcome, record = _look(run, "power_on")
-    PhaseRecord.objects.filter(pk=record.pk).update(status=PhaseStatus.DONE)
+    outcome, record = look(run, "power_on")
+    mark_done(record)
     boots = bmc.node.boot_count
 
-    outcome, _ = _look(run, "boot_ephemeral")
+    outcome, _ = look(run, "boot_ephemeral")
 
     assert isinstance(outcome, Skipped)
     assert "set before the power-on" in outcome.compared["boot"]
@@ -89,7 +76,7 @@ def test_boot_ephemeral_restarts_nothing_after_such_a_power_on(bmc, rack, manife
 def test_a_run_that_boots_its_disk_next_powers_on_its_own_boot_order(bmc, rack, manifest):
     # Revalidation: power_on is followed by boot_disk, which sets the disk itself.
     node, run = _run(bmc, rack, kind=RunKind.REVALIDATE)
-    outcome, record = _look(run, "power_on")
+    outcome, record = look(run, "power_on")
 
     assert isinstance(outcome, Wait) and bmc.node.power == "PoweringOn"
     assert bmc.node.boot_enabled != "Once"
@@ -105,7 +92,7 @@ def test_boot_ephemeral_restarts_a_node_whose_power_on_set_no_boot(bmc, rack, ma
     )
     bmc.node.power = "On"
 
-    outcome, _ = _look(run, "boot_ephemeral")
+    outcome, _ = look(run, "boot_ephemeral")
 
     assert isinstance(outcome, Done)
     assert bmc.node.power == "PoweringOff"  # restarted into the ephemeral environment

@@ -8,9 +8,13 @@ import time
 import pytest
 from django.core.management import CommandError, call_command
 
+from provisioning.core.phase_state import PowerOnRequests
+from provisioning.core.runs import start_run
+from provisioning.outcomes import Done, Skipped, Wait
 from provisioning.redfish import PowerAction, PowerState, RedfishClient
 from provisioning.redfish.errors import ActionNotSupported, AuthenticationRefused, RedfishError
 from tests import factories
+from tests.phase_looks import look, mark_done
 from tests.redfish.sushy import SYSTEM_MAC, SYSTEM_UUID
 
 pytestmark = pytest.mark.peer
@@ -139,3 +143,72 @@ def test_enroll_command(sushy, capsys):
     assert node.bmc_cert_fingerprint == sushy.fingerprint
     assert "firmware_inventory" in summary["unsupported"]
     assert sushy.password not in out
+
+
+# A UEFI HTTP boot of the node's own ISO (sushy's fake driver cannot record its URI).
+UEFI_HTTP_BOOT = """  boot: uefi_http
+  iso:
+    url: http://127.0.0.1:8099/artifacts/ephemeral.iso
+    sha256: %s""" % ("ab" * 32)
+
+
+def _switched_off_node(sushy, rack, manifest):
+    """A node on sushy's fake system, switched off, in a provisioning run of `manifest`."""
+    with client(sushy) as c:
+        if c.power_state() is not PowerState.OFF:
+            c.reset(PowerAction.OFF)
+            assert wait_for_power(c, PowerState.OFF) is PowerState.OFF
+        c.set_boot_override("Hdd", once=False)  # not what the run boots: it must set its own
+    node = factories.make_node(
+        rack=rack, bmc_address=sushy.url, bmc_username=sushy.username,
+        bmc_password=sushy.password, bmc_cert_fingerprint=sushy.fingerprint,
+    )  # fmt: skip
+    return start_run(node, manifest=manifest)
+
+
+@pytest.mark.django_db
+def test_a_switched_off_node_is_powered_on_straight_into_pxe(sushy, rack, manifest):
+    # Ironic's order (boot device, then power), against an emulator nobody here wrote.
+    run = _switched_off_node(sushy, rack, manifest)
+
+    outcome, record = look(run, "power_on")
+    assert isinstance(outcome, Wait) and outcome.reason == "powering on"
+    assert PowerOnRequests.of(record.resume) == PowerOnRequests(1, "ephemeral")
+    with client(sushy) as c:
+        assert c.boot_override().target == "Pxe"
+        assert wait_for_power(c, PowerState.ON) is PowerState.ON
+
+    done, record = look(run, "power_on")
+    assert isinstance(done, Done) and "boot" not in done.compared
+    assert {"component": "boot", "from": "", "to": "ephemeral once"} in done.changes
+    mark_done(record)
+    skipped, _ = look(run, "boot_ephemeral")
+    assert isinstance(skipped, Skipped), "the power-on's boot is on its way: no restart"
+    with client(sushy) as c:
+        c.reset(PowerAction.OFF)
+
+
+@pytest.mark.django_db
+def test_a_refused_first_boot_still_powers_on_and_says_why(sushy, rack):
+    manifest = factories.make_manifest(
+        factories.sample_manifest_yaml().replace("  boot: pxe", UEFI_HTTP_BOOT)
+    )
+    run = _switched_off_node(sushy, rack, manifest)
+
+    outcome, record = look(run, "power_on")
+    assert isinstance(outcome, Wait) and outcome.reason == "powering on"
+    requests = PowerOnRequests.of(record.resume)
+    assert requests.boots_into == "" and "PATCH answered 400" in requests.boot_refused
+    with client(sushy) as c:
+        assert wait_for_power(c, PowerState.ON) is PowerState.ON
+
+    done, record = look(run, "power_on")
+    assert isinstance(done, Done)
+    assert done.compared["boot"].startswith("not set before the power-on, the BMC refused it: ")
+    assert all(change["component"] != "boot" for change in done.changes)
+    mark_done(record)
+    # The boot is still to be set: boot_ephemeral tries it itself (and says why it cannot).
+    with pytest.raises(RedfishError, match="PATCH answered 400"):
+        look(run, "boot_ephemeral")
+    with client(sushy) as c:
+        c.reset(PowerAction.OFF)

@@ -16,6 +16,7 @@ from fleet.models import Rack
 
 from ... import clock
 from ...agents.link import EPHEMERAL, HOST_OS, is_alive
+from ...agents.redaction import redactor_for
 from ...artifacts import ArtifactMismatch, fetch_verified, verify_artifact
 from ...boot import path as boot_path
 from ...boot.credentials import arm_for_boot
@@ -120,9 +121,9 @@ class PowerOn(Phase):
                 return TransientFailure("power state cannot be read")
             if not take_power_slot(ctx):
                 return Wait(power_slot_wait_s(ctx), "waiting for a power-on slot in the rack")
-            boots_into = stage_first_boot(ctx)
-            if boots_into:
-                ctx.set_stage(Stage.RAMPING, resume=PowerOnRequests(1, boots_into).into(None))
+            staged = stage_first_boot(ctx)
+            if staged != PowerOnRequests(1):
+                ctx.set_stage(Stage.RAMPING, resume=staged.into(None))
             # Each live credential may serve the boot: the ephemeral one staged, or whatever
             # the boot order holds.
             arm_for_boot(ctx.node.pk)
@@ -130,9 +131,17 @@ class PowerOn(Phase):
             return Wait(10, "powering on")
         if power == PowerState.ON:
             changes = [{"component": "power", "from": "Off", "to": "On"}]
-            boots_into = PowerOnRequests.of(ctx.record.resume).boots_into
-            if boots_into:
-                changes.append({"component": "boot", "from": "", "to": f"{boots_into} once"})
+            requests = PowerOnRequests.of(ctx.record.resume)
+            if requests.boots_into:
+                changes.append(
+                    {"component": "boot", "from": "", "to": f"{requests.boots_into} once"}
+                )
+            if requests.boot_refused:
+                # Shown with the phase: why this node's boot takes a restart (boot_ephemeral's).
+                refused = (
+                    f"not set before the power-on, the BMC refused it: {requests.boot_refused}"
+                )
+                return Done(changes=changes, compared={"boot": refused})
             return Done(changes=changes)
         if power == PowerState.POWERING_ON:
             return Wait(10, "powering on")
@@ -145,9 +154,7 @@ class PowerOn(Phase):
                     component="bmc",
                 )
             # Some iDRAC firmware answers 204 to the first power-on and ignores it.
-            ctx.set_stage(
-                Stage.RAMPING, resume=PowerOnRequests(tries + 1, requests.boots_into).into(None)
-            )
+            ctx.set_stage(Stage.RAMPING, resume=replace(requests, sent=tries + 1).into(None))
             bmc.reset(PowerAction.ON)
         return Wait(10, f"powering on (the BMC reports {power})")
 
@@ -197,9 +204,10 @@ def power_slot_wait_s(ctx: PhaseContext) -> float:
     return max(frees_in + (ahead // len(starts)) * POWER_RAMP_S, 1.0) + SLOT_MARGIN_S
 
 
-def stage_first_boot(ctx: PhaseContext) -> str:
+def stage_first_boot(ctx: PhaseContext) -> PowerOnRequests:
     """Set the boot of a node about to be powered on to the ephemeral environment, when its run
-    boots that next: the environment's name, or "" when the node boots its own boot order.
+    boots that next: the first power-on request, with the environment's name, or with the
+    BMC's refusal, or with neither when the node boots its own boot order.
 
     As Ironic does (boot device, then power): the override set after the power-on meant a
     restart, and a second POST, on every node; iLO even refuses it until the first POST is over
@@ -210,17 +218,20 @@ def stage_first_boot(ctx: PhaseContext) -> str:
     """
     following = ctx.run.phases.filter(order__gt=ctx.record.order).order_by("order").first()
     if following is None or following.phase != "boot_ephemeral":
-        return ""
+        return PowerOnRequests(1)
     if boot_path.boot_method(ctx.manifest) == boot_path.BootMethod.VIRTUAL_MEDIA:
-        return ""
+        return PowerOnRequests(1)
     prepared = boot_path.prepare(ctx.bmc(), ctx.run, ctx.manifest)
     try:
         refused = stage_boot(ctx, prepared.target, http_boot_uri=prepared.http_boot_uri)
     except (BmcUnreachable, BmcBusy):
         raise  # transient: the look is retried, as any other
-    except RedfishError:
-        return ""
-    return "" if refused is not None else EPHEMERAL
+    except RedfishError as exc:
+        # Its words are the BMC's, which may echo what was sent (the boot URI's key).
+        return PowerOnRequests(1, boot_refused=redactor_for(ctx.node)(str(exc))[:200])
+    if refused is not None:
+        return PowerOnRequests(1, boot_refused=refused.reason)
+    return PowerOnRequests(1, EPHEMERAL)
 
 
 def next_task_look_s(elapsed_s: float, percent: int | None) -> float:
