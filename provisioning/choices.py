@@ -81,6 +81,8 @@ class Stage(models.TextChoices):
     APPLYING = "applying", "Host reset; BMC applying the update"
     # GB200 aux power cycle or Lenovo XCC manager reset: the new image is being made to run.
     ACTIVATING = "activating", "Activating new firmware"
+    # A server's BMC flashed its new image and restarts itself with it: no host reset.
+    BMC_RESTARTING = "bmc_restarting", "BMC restarting with its new image"
     # Releasing a node from its tenant's scheduler.
     CORDONING = "cordoning", "Cordoning"
     DRAINING = "draining", "Draining"

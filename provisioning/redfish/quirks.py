@@ -285,4 +285,13 @@ QUIRK_TABLE += [
         "Lenovo XCC Redfish REST API guide (firmware update: reset the XCC to activate); "
         "capture lenovo-xcc-sr670v2 Managers/1 Manager.Reset",
     ),
+    QuirkRow(
+        "generic",
+        "firmware activation",
+        "a server's new BMC image runs once the BMC has restarted itself: no host reset; the "
+        "BMC's version is read until it moves (unreachable meanwhile is the restart), and only "
+        "a version that has not moved in 15 minutes gets a host reset",
+        "Ironic drivers/modules/redfish/firmware.py _setup_bmc_update_monitoring, "
+        "_handle_bmc_update_completion ('BMC updates do not reboot immediately')",
+    ),
 ]

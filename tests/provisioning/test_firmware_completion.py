@@ -9,6 +9,7 @@ inventory, and GB200's new image runs only after the aux power cycle.
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -17,6 +18,7 @@ from lab.hall import LabHall
 from provisioning.choices import Stage
 from provisioning.core.phases import PHASES_BY_NAME
 from provisioning.core.phases.base import PhaseContext
+from provisioning.core.phases.oob import BMC_RESTART_WAIT_S
 from provisioning.models import AgentSession, PhaseRecord, Run
 from provisioning.outcomes import Done, Wait
 from provisioning.redfish import PowerAction
@@ -142,3 +144,43 @@ def test_gb200_runs_its_new_image_only_after_the_aux_power_cycle(hall, manifest)
     outcome = _look(ctx)
     assert isinstance(outcome, Done), outcome
     assert bmc.node.firmware["bios"] == manifest.spec["firmware"]["bios"]["version"]
+
+
+@pytest.mark.django_db
+def test_a_servers_new_bmc_image_runs_without_a_host_reset(hall, manifest):
+    # iDRAC flashes its new image and restarts itself: the host is not reset for it.
+    bmc = hall.bmc_of_flavour("dell")
+    ctx = _pushed(hall, bmc, manifest, "bmc")
+    boots, writes = bmc.node.boot_count, len(bmc.node.writes)
+    hall.advance(300)
+    outcome = _look(ctx)
+    assert isinstance(outcome, Done), outcome
+    assert outcome.changes[0]["to"] == manifest.spec["firmware"]["bmc"]["version"]
+    assert bmc.node.boot_count == boots
+    assert not any("ComputerSystem.Reset" in w for w in bmc.node.writes[writes:])
+
+
+@pytest.mark.django_db
+def test_a_bmc_whose_version_never_moves_gets_the_host_reset_after_the_wait(hall, manifest):
+    bmc = hall.bmc_of_flavour("dell")
+    ctx = _pushed(hall, bmc, manifest, "bmc")
+    # A BMC that writes its image and runs it only at the next host reset.
+    (task,) = [t for t in bmc.node.tasks.values() if t.component == "bmc"]
+    task.activation = "host_reset"
+    boots, writes = bmc.node.boot_count, len(bmc.node.writes)
+    hall.advance(300)
+    waiting = _look(ctx)
+    assert isinstance(waiting, Wait) and "restart with its new image" in waiting.reason
+    assert ctx.record.stage == Stage.BMC_RESTARTING and bmc.node.boot_count == boots
+    assert isinstance(_look(ctx), Wait)  # still within the wait: still no reset
+    assert not any("ComputerSystem.Reset" in w for w in bmc.node.writes[writes:])
+
+    ctx.record.stage_started_at = timezone.now() - timedelta(seconds=BMC_RESTART_WAIT_S)
+    _look(ctx)
+    assert ctx.record.stage == Stage.REBOOTING
+    hall.advance(BOOT)
+    assert bmc.node.boot_count == boots + 1
+    _agent_back(ctx)
+    outcome = _look(ctx)
+    assert isinstance(outcome, Done), outcome
+    assert bmc.node.firmware["bmc"] == manifest.spec["firmware"]["bmc"]["version"]

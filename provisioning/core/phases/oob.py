@@ -56,6 +56,13 @@ ACTIVATION_LOOK_S = 60.0
 # Node seconds a switch tray may take from its AC power cycle to its new images reported.
 POWER_CYCLE_LIMIT_S = 1200.0
 POWER_ON_RETRIES = 3
+# Node seconds a server's BMC may take, once its update reads done, to report the new BMC
+# version (it flashes and restarts itself) before the host is reset in case it runs the image
+# only then. Ironic's Redfish firmware interface does the same since its BMC-update rework
+# (ironic/drivers/modules/redfish/firmware.py, _setup_bmc_update_monitoring and
+# _handle_bmc_update_completion: "BMC updates do not reboot immediately ... If timeout expires
+# without version change, we trigger a reboot").
+BMC_RESTART_WAIT_S = 900.0
 
 
 def _norm_mac(mac: str) -> str:
@@ -328,6 +335,8 @@ class OobFirmware(Phase):
             return self.applying(ctx, target)
         if stage == Stage.ACTIVATING:
             return self.activated(ctx, target)
+        if stage == Stage.BMC_RESTARTING:
+            return self.bmc_restarted(ctx, target)
         if stage == Stage.REBOOTING:
             waiting = awaiting_boot(ctx)
             if waiting is not None:
@@ -447,6 +456,9 @@ class OobFirmware(Phase):
             if self.at_target(ctx):
                 return self.verify(ctx, target)
             return Wait(ACTIVATION_LOOK_S, f"waiting for the BMC to run its new {self.kind} image")
+        if how is Activation.HOST_RESET and self.kind == "bmc":
+            # A server's BMC runs its new image once it has restarted itself: no host reset.
+            return self.bmc_restarted(ctx, target)
         if how is Activation.HOST_RESET:
             # The new image takes effect at the next reset, which brings the agent back.
             return boot_ephemeral(ctx, Stage.REBOOTING)
@@ -504,6 +516,25 @@ class OobFirmware(Phase):
             return self.verify(ctx, target)
         return boot_ephemeral(ctx, Stage.REBOOTING)
 
+    def bmc_restarted(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
+        """A server's BMC image written: done once the BMC reports it (it flashes and restarts
+        itself, unreachable meanwhile); the host reset only for a BMC whose version has not
+        moved within BMC_RESTART_WAIT_S, which may run the image only after one."""
+        try:
+            inventory = ctx.bmc().firmware_inventory()
+        except (BmcUnreachable, BmcBusy):
+            inventory = None  # restarting with the new image
+        if inventory is not None and self.inventory_at_target(ctx, inventory):
+            return self.verify(ctx, target, inventory)
+        if ctx.record.stage != Stage.BMC_RESTARTING:
+            ctx.set_stage(Stage.BMC_RESTARTING)
+        elif ctx.stage_elapsed() >= BMC_RESTART_WAIT_S:
+            return boot_ephemeral(ctx, Stage.REBOOTING)
+        return Wait(
+            ACTIVATION_LOOK_S,
+            f"waiting for the BMC to restart with its new image ({target['version']})",
+        )
+
     def still_running(
         self, ctx: PhaseContext, target: dict[str, str], seen: update_tracking.UpdateLook
     ) -> Outcome:
@@ -518,12 +549,19 @@ class OobFirmware(Phase):
         return Failure(f"{self.kind} firmware update failed: {words}", component=self.kind)
 
     def at_target(self, ctx: PhaseContext) -> bool:
-        pairs = self.managed(ctx, ctx.bmc().firmware_inventory())
+        return self.inventory_at_target(ctx, ctx.bmc().firmware_inventory())
+
+    def inventory_at_target(self, ctx: PhaseContext, inventory: list) -> bool:
+        pairs = self.managed(ctx, inventory)
         return bool(pairs) and all(firmware_targets.at_target(i, w) for i, w in pairs)
 
-    def verify(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
-        # One read of the inventory serves the check and the record (each is a GET per member).
-        inventory = ctx.bmc().firmware_inventory()
+    def verify(
+        self, ctx: PhaseContext, target: dict[str, str], inventory: list | None = None
+    ) -> Outcome:
+        # One read of the inventory serves the check and the record (each is a GET per member):
+        # the caller's, where it has just read it.
+        if inventory is None:
+            inventory = ctx.bmc().firmware_inventory()
         pairs = self.managed(ctx, inventory)
         items = [item for item, _ in pairs]
         record_oob(ctx.node, inventory)
