@@ -1,6 +1,9 @@
 """How a component's new firmware image is made to run once the BMC has written it.
 
-Most platforms run it after a host reset (the caller's own reboot). Two do not: an NVIDIA
+Most platforms run a host image (BIOS, HGX) after a host reset, the caller's own reboot, and a
+BMC image after the BMC's own restart, which the caller waits out by reading the BMC's version;
+it resets the host only for a version that never moves (provisioning.core.phases.oob
+BMC_RESTART_WAIT_S). Two do not: an NVIDIA
 GB200/GB300 tray keeps reporting the old version, the new one pending, until its aux power is
 cycled, and a Lenovo XCC runs a new BMC image only after a manager reset. Each rule is a row of
 the vendor quirk table (quirks.QUIRK_TABLE); `rule_for` is the one place that picks among them.
@@ -31,7 +34,9 @@ if TYPE_CHECKING:
 class Activation(enum.StrEnum):
     """What makes a written image run."""
 
-    HOST_RESET = "host_reset"  # the caller reboots the host (every platform without a row)
+    # The caller reboots the host (every platform without a row); for a BMC image it first
+    # waits for the BMC to restart itself with it.
+    HOST_RESET = "host_reset"
     MANAGER_RESET = "manager_reset"  # Manager.Reset GracefulRestart (Lenovo XCC, its BMC)
     AUX_POWER_RESET = "aux_power_reset"  # NvidiaChassis.AuxPowerReset (GB200/GB300 trays)
     POWER_CYCLE = "power_cycle"  # ComputerSystem.Reset PowerCycle (NVLink switch trays)
