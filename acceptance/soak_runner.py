@@ -1,6 +1,6 @@
 """The burn-in soak as a phase: hours of load in chunks, telemetry kept, stopped early on a fault.
 
-Each chunk is one agent command (load plus sampling); between chunks the worker lets go. The
+Each chunk is one agent command (load plus sampling); while it runs the worker lets go. The
 samples go to SoakSample rows for the chart, and the soak so far is judged after every chunk, so
 a hardware XID stops it at the chunk where it appeared rather than hours later.
 """
@@ -18,9 +18,8 @@ from provisioning.choices import Stage
 from provisioning.core.phase_state import SoakState
 from provisioning.core.phases.base import Phase, PhaseContext
 from provisioning.core.phases.inband import command_outcome, send_command
-from provisioning.core.progress import soak as soak_progress
 from provisioning.models import AgentCommand
-from provisioning.outcomes import Done, Failure, Outcome, Wait
+from provisioning.outcomes import Done, Failure, Outcome
 
 from .choices import Verdict
 from .gates import Gate
@@ -119,8 +118,9 @@ class SoakGate(Phase):
                 soaked = SoakState(soaked_s=end_s, wanted_s=total_s).as_json()
                 return Done(compared={"verdict": "pass", **soaked})
             return Failure(f"{self.gate.name}: cannot judge: {verdict.error}", component="node")
-        ctx.set_stage(Stage.NONE, resume=SoakState(end_s, None, total_s).as_json())
-        return Wait(1, f"soaked {soak_progress(end_s, total_s).words}")
+        # The next chunk goes in this look: a look of its own cost each chunk one more step,
+        # waiting event and queued message.
+        return self.next_chunk(ctx, end_s, min(chunk_s, total_s - end_s), interval, total_s)
 
     def result(self, ctx: PhaseContext, used: dict[str, float]) -> GateResult:
         """The soak's result row of this run (created running by the first chunk)."""
@@ -134,8 +134,7 @@ class SoakGate(Phase):
     def next_chunk(
         self, ctx: PhaseContext, start_s: int, length_s: int, interval: int, total_s: int
     ) -> Outcome:
-        ctx.record.resume = SoakState(start_s, start_s + length_s, total_s).as_json()
-        ctx.record.save(update_fields=["resume"])
+        resume = SoakState(start_s, start_s + length_s, total_s).as_json()
         tools = [
             {
                 "tool": "soak",
@@ -145,7 +144,7 @@ class SoakGate(Phase):
             },
             {"tool": "xid", "phase": "soak", "soak_s": start_s + length_s, "duration_s": 1},
         ]
-        return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, Stage.SOAKING)
+        return send_command(ctx, protocol.RUN_TOOLS, {"tools": tools}, Stage.SOAKING, resume)
 
     @staticmethod
     def keep_samples(result: GateResult, text: str) -> None:

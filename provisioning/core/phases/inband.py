@@ -30,13 +30,17 @@ SILENCE_S = 120.0
 INVENTORY_KEYS = {"nic": "nics", "dpu": "dpus", "nvme": "drives"}
 
 
-def send_command(ctx: PhaseContext, kind: str, params: dict, stage: Stage) -> Outcome:
-    """Hand a command to the live agent and wait for its result in `stage`."""
+def send_command(
+    ctx: PhaseContext, kind: str, params: dict, stage: Stage, resume: dict | None = None
+) -> Outcome:
+    """Hand a command to the live agent and wait for its result in `stage`; `resume`: the
+    phase's resume state for that command, written with it (a resumed look never reads one
+    without the other)."""
     session = live_session(ctx.node)
     if session is None:
         return TransientFailure("no agent is checked in", kind="AgentUnavailable")
     command = agent_link.send(session, ctx.run, ctx.record.phase, kind, params)
-    ctx.set_stage(stage, command=command)
+    ctx.set_stage(stage, command=command, **({} if resume is None else {"resume": resume}))
     return Wait(COMMAND_LOOK_S, f"agent running {kind}", safety_net=True)
 
 
