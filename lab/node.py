@@ -134,6 +134,9 @@ class LabNode:
     # Every request that changes something (not GET, not a session login or logout): tests
     # read it to prove a read-only operation (the drift audit) wrote nothing.
     writes: list[str] = field(default_factory=list)
+    # Every GET by its canonical path, counted: tests read it to prove a look reads a
+    # resource once (a firmware inventory is a GET per member on a real BMC).
+    reads: Counter[str] = field(default_factory=Counter)
     # Every firmware update the BMC accepted, by component, in order: a job-queue clear or a
     # BMC reset forgets tasks, not this (tests count flashes with it).
     flashes: list[str] = field(default_factory=list)

@@ -135,6 +135,8 @@ class BmcApp(UpdateServiceHandlers):
         self.node.origins[request.headers.get("User-Agent", "")] += 1
         if request.method not in ("GET", "HEAD") and "/sessions" not in canonical(request.path):
             self.node.writes.append(f"{request.method} {request.path}")
+        elif request.method == "GET":
+            self.node.reads[canonical(request.path)] += 1
         if faults.has("bmc_unreachable"):
             # Drop the connection without an answer, as a BMC that is down or cut off does.
             if request.transport is not None:

@@ -123,9 +123,12 @@ def test_a_monitor_forgotten_by_a_bmc_that_restarted_is_verified_by_its_inventor
     ctx = _pushed(hall, bmc, manifest, "bmc")
     boots = bmc.node.boot_count
     hall.advance(300)  # flashed; the BMC restarted and forgot its tasks (404)
+    bmc.node.reads.clear()
     outcome = _look(ctx)
     assert isinstance(outcome, Done), outcome
     assert bmc.node.boot_count == boots  # nothing to activate: no host reset
+    # One read of the inventory served the check and the record.
+    assert bmc.node.reads["/redfish/v1/updateservice/firmwareinventory"] == 1
 
 
 @pytest.mark.django_db
@@ -184,3 +187,35 @@ def test_a_bmc_whose_version_never_moves_gets_the_host_reset_after_the_wait(hall
     outcome = _look(ctx)
     assert isinstance(outcome, Done), outcome
     assert bmc.node.firmware["bmc"] == manifest.spec["firmware"]["bmc"]["version"]
+
+
+@pytest.mark.django_db
+def test_a_bmc_unreachable_or_busy_while_it_restarts_is_waited_out_without_a_host_reset(
+    hall, manifest
+):
+    bmc = hall.bmc_of_flavour("dell")
+    ctx = _pushed(hall, bmc, manifest, "bmc")
+    (task,) = [t for t in bmc.node.tasks.values() if t.component == "bmc"]
+    task.activation = "host_reset"  # the version moves only when the restart below ends
+    boots, writes = bmc.node.boot_count, len(bmc.node.writes)
+    hall.advance(300)
+    assert isinstance(_look(ctx), Wait)
+    assert ctx.record.stage == Stage.BMC_RESTARTING
+
+    # The BMC restarts: it drops every connection, then answers 503 while its services start.
+    for fault in ("bmc_unreachable", "bmc_503:1.0"):
+        hall.set_fault(bmc.node.index, fault)
+        waiting = _look(ctx)
+        hall.clear_fault(bmc.node.index)
+        assert isinstance(waiting, Wait), (fault, waiting)
+        assert "restart with its new image" in waiting.reason
+        assert ctx.record.stage == Stage.BMC_RESTARTING
+
+    # Back, running its new image.
+    wanted = manifest.spec["firmware"]["bmc"]["version"]
+    bmc.node.firmware["bmc"] = wanted
+    outcome = _look(ctx)
+    assert isinstance(outcome, Done), outcome
+    assert outcome.changes[0]["to"] == wanted
+    assert bmc.node.boot_count == boots
+    assert not any("ComputerSystem.Reset" in w for w in bmc.node.writes[writes:])

@@ -426,10 +426,12 @@ class OobFirmware(Phase):
             # iDRAC: a BIOS or NIC package's job runs in the host's next POST. The reset is
             # the one the update needs: no second one after the job completes.
             return boot_ephemeral(ctx, Stage.APPLYING)
-        if seen.progress is Progress.VANISHED and self.at_target(ctx):
+        if seen.progress is Progress.VANISHED:
             # Nothing left to follow and the inventory already shows the target (a BMC that
             # flashed and restarted itself, forgetting its tasks): nothing to activate.
-            return self.verify(ctx, target)
+            inventory = self.inventory_if_at_target(ctx)
+            if inventory is not None:
+                return self.verify(ctx, target, inventory)
         return self.activate(ctx, target)
 
     def applying(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
@@ -448,13 +450,16 @@ class OobFirmware(Phase):
         """Make the written image run, by the platform's rule (redfish.activation)."""
         bmc = ctx.bmc()
         how = activation.rule_for(bmc, self.kind, ctx.node.kind)
-        if how is Activation.POWER_CYCLE and self.at_target(ctx):
-            return self.verify(ctx, target)  # already running: no AC cycle to send
+        if how is Activation.POWER_CYCLE:
+            inventory = self.inventory_if_at_target(ctx)
+            if inventory is not None:
+                return self.verify(ctx, target, inventory)  # already running: no AC cycle
         if how is Activation.HOST_RESET and ctx.node.kind in DEVICE_KINDS:
             # A switch tray's or power shelf's bundle (BMC, CPLD, NVOS) runs once its BMC has
             # restarted itself: there is no host of Greenlight's to reboot and no agent to await.
-            if self.at_target(ctx):
-                return self.verify(ctx, target)
+            inventory = self.inventory_if_at_target(ctx)
+            if inventory is not None:
+                return self.verify(ctx, target, inventory)
             return Wait(ACTIVATION_LOOK_S, f"waiting for the BMC to run its new {self.kind} image")
         if how is Activation.HOST_RESET and self.kind == "bmc":
             # A server's BMC runs its new image once it has restarted itself: no host reset.
@@ -549,7 +554,13 @@ class OobFirmware(Phase):
         return Failure(f"{self.kind} firmware update failed: {words}", component=self.kind)
 
     def at_target(self, ctx: PhaseContext) -> bool:
-        return self.inventory_at_target(ctx, ctx.bmc().firmware_inventory())
+        return self.inventory_if_at_target(ctx) is not None
+
+    def inventory_if_at_target(self, ctx: PhaseContext) -> list | None:
+        """The BMC's firmware inventory if it shows the target, else None: one read (a GET per
+        member) serves both the check and `verify`'s record."""
+        inventory = ctx.bmc().firmware_inventory()
+        return inventory if self.inventory_at_target(ctx, inventory) else None
 
     def inventory_at_target(self, ctx: PhaseContext, inventory: list) -> bool:
         pairs = self.managed(ctx, inventory)
