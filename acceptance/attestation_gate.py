@@ -124,7 +124,7 @@ class AttestationGate(Phase):
             verdict = GateVerdict(Verdict.ERROR, error=str(exc))
             return self.conclude(ctx, outputs, verdict)
         ctx.record.resume = {**(ctx.record.resume or {}), "challenge": challenge.to_dict()}
-        ctx.record.save(update_fields=["resume"])
+        ctx.save_fields("resume")
         step = {"step": "quote", "nonce": challenge.nonce, "selection": challenge.selection,
                 "credential": credential}  # fmt: skip
         return self.send(ctx, step, Stage.TPM_QUOTE)

@@ -152,7 +152,7 @@ class GatePhase(Phase):
         fails the part; the same single XID in the kernel log is then the one already cleared.
         """
         ctx.record.resume = GpuResets(tuple(reset)).into(ctx.record.resume)
-        ctx.record.save(update_fields=["resume"])
+        ctx.save_fields("resume")
         return send_command(
             ctx, protocol.RESET_GPUS, {"gpus": [gpu_index(p) for p in now]}, Stage.RESETTING
         )

@@ -37,7 +37,7 @@ from ..outcomes import (
     Wait,
 )
 from ..scheduling import hand_over
-from ..step_writes import claim_step, write_record
+from ..step_writes import claim_step, write_record, write_run
 from .completion import complete_run
 from .gates import gate_of
 from .phases import PHASES_BY_NAME, Band, phase_for
@@ -93,8 +93,8 @@ def advance(run_id: int, step: int, *, worker: str = "") -> None:
             due -= timedelta(seconds=settings.GREENLIGHT_STEP_LEASE_S)
         excuse_lateness(run, now - due)
     if run.started_at is None:
-        Run.objects.filter(pk=run.pk).update(started_at=now)
         run.started_at = now
+        write_run(run, ("started_at",))
     for _ in range(MAX_PHASES_PER_STEP):
         record = next_record(run)
         if record is None:
@@ -232,8 +232,8 @@ def start_phase(run: Run, record: PhaseRecord) -> None:
     record.deadline_at = now + clock.window(_limit(ctx))
     with transaction.atomic(savepoint=False):
         write_record(record, STARTED_FIELDS)
-        Run.objects.filter(pk=run.pk).update(current_phase=record.phase)
         run.current_phase = record.phase
+        write_run(run, ("current_phase",))
         if gate_of(record.phase) and run.node.state == NodeState.PROVISIONING:
             move_node(run, NodeState.VALIDATING, "provisioning phases done; acceptance gates start")
         record_event(
@@ -318,20 +318,24 @@ def wait(
     # contradictory soak length. The time spent so far is not written here: a look may not come
     # for as long as a command runs (the sweep sets its net again), so the panel counts it.
     text = f"{reason}; phase limit {clock.minutes_text(_limit(ctx))}"
-    first_time = record.status != PhaseStatus.WAITING or not record.wait_reason.startswith(reason)
-    record.status = PhaseStatus.WAITING
-    record.wait_reason = text[:300]
-    # With its event or not at all: a later look that reads this reason says nothing new.
-    with transaction.atomic(savepoint=False):
-        write_record(record, ("status", "wait_reason"))
-        if first_time:
-            record_event(
-                run.node,
-                EventKind.PHASE_WAITING,
-                actor_label="engine",
-                message=f"{record.phase}: {reason}",
-                data={"run": run.pk, "phase": record.phase},
-            )
+    was_waiting = record.status == PhaseStatus.WAITING
+    first_time = not was_waiting or not record.wait_reason.startswith(reason)
+    # A look that waits as the last one did (powering on, a job at the same percent) has
+    # nothing to write to its record: the run's hand-over below is its only write.
+    if not (was_waiting and record.wait_reason == text[:300]):
+        record.status = PhaseStatus.WAITING
+        record.wait_reason = text[:300]
+        # With its event or not at all: a later look that reads this reason says nothing new.
+        with transaction.atomic(savepoint=False):
+            write_record(record, ("status", "wait_reason"))
+            if first_time:
+                record_event(
+                    run.node,
+                    EventKind.PHASE_WAITING,
+                    actor_label="engine",
+                    message=f"{record.phase}: {reason}",
+                    data={"run": run.pk, "phase": record.phase},
+                )
     due = timezone.now() + clock.real_delta(seconds)
     hand_over(run, due, wait_reason=text[:300], claimed_at=ctx.claimed_at, safety_net=safety_net)
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from fleet.models import Event
 from provisioning.choices import CommandStatus, PhaseStatus, RunStatus
 from provisioning.core.engine import advance
 from provisioning.core.runs import start_run
@@ -70,6 +71,27 @@ def test_a_look_at_a_gate_waiting_on_its_agent_costs_a_pinned_number_of_queries(
     assert run.wait_reason.startswith("agent running run_tools")
     # The next look is minutes ahead: only its row until the sweep sends it (scheduling.py).
     assert run.dispatched_at is None and sent == []
+
+
+@pytest.mark.django_db
+def test_a_look_that_waits_as_the_last_did_writes_only_the_hand_over(
+    gate_waiting_on_agent, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    run = gate_waiting_on_agent
+    with django_capture_on_commit_callbacks(execute=False):
+        advance(run.pk, run.step)
+    record = run.phases.get(phase="gate:gpu_health")
+    events = Event.objects.filter(node=run.node).count()
+    run.refresh_from_db()
+    # The same wait again: no write of the record (its status and reason are already these).
+    with django_capture_on_commit_callbacks(execute=False):
+        with django_assert_num_queries(WAITING_LOOK_QUERIES["gate:gpu_health"] - 1):
+            advance(run.pk, run.step)
+    run.refresh_from_db()
+    assert run.status == RunStatus.WAITING and run.step == 2
+    assert run.phases.get(phase="gate:gpu_health").wait_reason == record.wait_reason
+    assert record.wait_reason.startswith("agent running run_tools; phase limit")
+    assert Event.objects.filter(node=run.node).count() == events
 
 
 @pytest.mark.django_db

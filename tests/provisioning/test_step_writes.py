@@ -11,7 +11,13 @@ from django.utils import timezone
 
 from provisioning.choices import RunStatus
 from provisioning.models import PhaseRecord, Run
-from provisioning.step_writes import claim_step, hand_over_step, nudge_steps, write_record
+from provisioning.step_writes import (
+    claim_step,
+    hand_over_step,
+    nudge_steps,
+    write_record,
+    write_run,
+)
 from tests.factories import make_node
 
 pytestmark = pytest.mark.django_db
@@ -136,3 +142,16 @@ def test_a_record_s_fields_are_written_as_save_would_write_them(manifest):
     PhaseRecord.objects.filter(pk=record.pk).delete()
     with pytest.raises(DatabaseError, match="is gone"):
         write_record(record, ("status",))
+
+
+def test_a_run_s_fields_are_written_as_the_orm_update_would_write_them(manifest):
+    run, other = _run(manifest, status=RunStatus.RUNNING), _run(manifest)
+    now = timezone.now()
+    run.current_phase, run.started_at, run.wait_reason = "power_on", now, "not to be written"
+    assert write_run(run, ("current_phase", "started_at"))
+    stored = Run.objects.get(pk=run.pk)
+    assert (stored.current_phase, stored.started_at) == ("power_on", now)
+    assert stored.wait_reason == "", "only the fields named are written"
+    assert Run.objects.get(pk=other.pk).current_phase == "", "only the run's row"
+    Run.objects.filter(pk=run.pk).delete()
+    assert not write_run(run, ("current_phase",)), "a run that is gone: nothing written"

@@ -47,7 +47,7 @@ def resend(ctx: PhaseContext, asked: ActivationRequest) -> None:
 def mark_sent(ctx: PhaseContext, asked: ActivationRequest) -> None:
     """Record that the BMC has the request (it answered, or the device shows the reset)."""
     ctx.record.resume = replace(asked, sent=True).into(ctx.record.resume)
-    ctx.record.save(update_fields=["resume"])
+    ctx.save_fields("resume")
 
 
 def reset_sign(

@@ -115,8 +115,13 @@ class PhaseContext:
         if all(d.matched for d in drifts):
             return Skipped(compared)
         self.record.compared = compared
-        self.record.save(update_fields=["compared"])
+        self.save_fields("compared")
         return None
+
+    def save_fields(self, *fields: str) -> None:
+        """Write these fields of the record as they are on it: one prepared UPDATE
+        (step_writes), not the ORM's statement compiled afresh on every look."""
+        write_record(self.record, fields)
 
     def set_stage(self, stage: Stage | str, **fields: Any) -> None:
         """Move the phase to its next inner stage; saved at once, before anything is applied.

@@ -164,7 +164,7 @@ class InbandFirmware(Phase):
             return Failure(f"{device}: firmware update failed: {tail}", component=device)
         flashed = FlashedDevices.from_agent(result.get("flashed") or [])
         ctx.record.resume = flashed.into(ctx.record.resume)
-        ctx.record.save(update_fields=["resume"])
+        ctx.save_fields("resume")
         if not flashed.flashed:
             return Skipped(ctx.record.compared)
         if result.get("needs_power_cycle"):
@@ -219,7 +219,7 @@ class SecureErase(Phase):
             if not why:
                 return Skipped({"last_erased_at": ctx.node.last_erased_at.isoformat()})
             ctx.record.compared = {"reason": why}
-            ctx.record.save(update_fields=["compared"])
+            ctx.save_fields("compared")
             stage = Stage.READY
         if stage in (Stage.READY, Stage.REBOOTING):
             return send_in_ephemeral(ctx, stage, protocol.SECURE_ERASE, {}, Stage.ERASING)
@@ -228,7 +228,7 @@ class SecureErase(Phase):
             return command
         drives = (command.result or {}).get("drives", [])
         ctx.record.compared = {**ctx.record.compared, "drives": drives}
-        ctx.record.save(update_fields=["compared"])
+        ctx.save_fields("compared")
         failed = [d for d in drives if d.get("result") != "passed"]
         # Certified whatever the outcome (a failed drive is on a wipe's certificate too); a
         # certifier may fail what the agent passed.

@@ -406,12 +406,12 @@ class OobFirmware(Phase):
         if seen.receipt.ref != ctx.record.bmc_task:
             # The task handed the work to a job (OperationTransitionedToJob): follow the job.
             ctx.record.bmc_task = seen.receipt.ref
-            ctx.record.save(update_fields=["bmc_task"])
+            ctx.save_fields("bmc_task")
         if seen.percent is not None and seen.progress is Progress.RUNNING:
             # Kept for the panel's and the slot's bar (provisioning.core.progress).
             push = replace(FirmwarePush.of(ctx.record.resume), task_percent=seen.percent)
             ctx.record.resume = push.into(ctx.record.resume)
-            ctx.record.save(update_fields=["resume"])
+            ctx.save_fields("resume")
         return seen
 
     def poll(self, ctx: PhaseContext, target: dict[str, str]) -> Outcome:
@@ -615,7 +615,7 @@ class BiosSettings(Phase):
                 return Skipped(compared)
             ctx.bmc().set_bios_attributes(delta)
             ctx.record.compared = compared
-            ctx.record.save(update_fields=["compared"])
+            ctx.save_fields("compared")
             return boot_ephemeral(ctx, Stage.REBOOTING)
         waiting = awaiting_boot(ctx)
         if waiting is not None:
