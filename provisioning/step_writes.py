@@ -20,13 +20,13 @@ from datetime import datetime
 from functools import cache
 
 from django.db import DatabaseError, connection
+from django.db.models import Field, Model
 
 from .choices import ACTIVE_RUN_STATUSES, RunStatus
 from .models import PhaseRecord, Run
 
 # Field name -> column: the statements are written from the model, never by hand.
 COLUMNS: dict[str, str] = {f.name: f.get_attname_column()[1] for f in Run._meta.concrete_fields}
-RUN_FIELDS = {f.name: f for f in Run._meta.concrete_fields}
 
 
 def _column(field: str) -> str:
@@ -130,51 +130,43 @@ def nudge_steps(
         return [(int(pk), int(step), str(status)) for pk, step, status in cursor.fetchall()]
 
 
-# A phase record's concrete fields by name: what write_record may write.
-RECORD_FIELDS = {f.name: f for f in PhaseRecord._meta.concrete_fields}
+@cache
+def _fields_of(model: type[Model]) -> dict[str, Field]:
+    return {f.name: f for f in model._meta.concrete_fields}
 
 
 @cache
-def _record_sql(vendor: str, fields: tuple[str, ...]) -> str:
+def _fields_sql(vendor: str, model: type[Model], fields: tuple[str, ...]) -> str:
     quote = connection.ops.quote_name
-    sets = ", ".join(f"{quote(RECORD_FIELDS[name].column)} = %s" for name in fields)
-    where = quote(RECORD_FIELDS["id"].column)
-    return f"UPDATE {quote(PhaseRecord._meta.db_table)} SET {sets} WHERE {where} = %s"
+    columns = {name: field.column for name, field in _fields_of(model).items()}
+    sets = ", ".join(f"{quote(columns[name])} = %s" for name in fields)
+    return f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {quote(columns['id'])} = %s"
+
+
+def _write_fields(row: Model, fields: Iterable[str]) -> int:
+    """Write `fields` of `row` as they are on it, each value prepared by its field as save
+    prepares it; the number of rows written (0: the row is gone)."""
+    names = tuple(fields)
+    by_name = _fields_of(type(row))
+    params = [
+        field.get_db_prep_save(getattr(row, field.attname), connection)
+        for field in (by_name[name] for name in names)
+    ]
+    params.append(row.pk)
+    with connection.cursor() as cursor:
+        cursor.execute(_fields_sql(connection.vendor, type(row), names), params)
+        return cursor.rowcount
 
 
 def write_record(record: PhaseRecord, fields: Iterable[str]) -> None:
-    """Write `fields` of a phase record as they are on it: record.save(update_fields=fields), each
-    value prepared by its field as save prepares it. Raises DatabaseError, as save does, when the
-    record's row is gone."""
-    names = tuple(fields)
-    params = [
-        field.get_db_prep_save(getattr(record, field.attname), connection)
-        for field in (RECORD_FIELDS[name] for name in names)
-    ]
-    params.append(record.pk)
-    with connection.cursor() as cursor:
-        cursor.execute(_record_sql(connection.vendor, names), params)
-        if cursor.rowcount == 0:
-            raise DatabaseError(f"phase record {record.pk} is gone: its fields were not written")
-
-
-@cache
-def _run_sql(vendor: str, fields: tuple[str, ...]) -> str:
-    sets = ", ".join(f"{_column(name)} = %s" for name in fields)
-    table = connection.ops.quote_name(Run._meta.db_table)
-    return f"UPDATE {table} SET {sets} WHERE {_column('id')} = %s"
+    """Write `fields` of a phase record as they are on it: record.save(update_fields=fields).
+    Raises DatabaseError, as save does, when the record's row is gone."""
+    if _write_fields(record, fields) == 0:
+        raise DatabaseError(f"phase record {record.pk} is gone: its fields were not written")
 
 
 def write_run(run: Run, fields: Iterable[str]) -> bool:
     """Write `fields` of a run as they are on it, as Run.objects.filter(pk=...).update does (no
     error for a row that is gone); whether it wrote. A phase's start sets the run's current
     phase this way, some twenty times a run."""
-    names = tuple(fields)
-    params = [
-        field.get_db_prep_save(getattr(run, field.attname), connection)
-        for field in (RUN_FIELDS[name] for name in names)
-    ]
-    params.append(run.pk)
-    with connection.cursor() as cursor:
-        cursor.execute(_run_sql(connection.vendor, names), params)
-        return cursor.rowcount == 1
+    return _write_fields(run, fields) == 1
