@@ -15,6 +15,11 @@ from typing import Any
 # How far a larger tier may stray from the smallest and still count as linear.
 LINEAR_WITHIN = 0.20
 
+# A run whose processes (Greenlight's, the datastores', the lab's) kept the cores at least this
+# busy over its makespan was bound by them; below it, by one node's own lab time. Session 30's
+# 741 nodes at speed 4 kept two cores 20% busy and ended 1.044 times one node's time.
+CORES_BOUND_SHARE = 0.75
+
 
 class TiersRefused(ValueError):
     """The runs cannot be compared as tiers (what differs is in the message)."""
@@ -24,10 +29,24 @@ def _p99(run: dict[str, Any]) -> float | None:
     return (run.get("event_latency_ms") or {}).get("p99")
 
 
+def cores_busy_share(run: dict[str, Any]) -> float | None:
+    """How busy the run kept the machine's cores over its makespan: every process's CPU (the
+    lab's and the datastores' too) against cores times the real makespan; None where the JSON
+    lacks a figure."""
+    with_datastores = run.get("cpu_s_per_node_with_datastores")
+    lab = run.get("lab_cpu_s_per_node")
+    wall_s = run.get("wall_s")
+    cpus = (run.get("machine") or {}).get("cpus")
+    if with_datastores is None or lab is None or not wall_s or not cpus:
+        return None
+    return round((with_datastores + lab) * run["nodes"] / (wall_s * cpus), 3)
+
+
 def tier_row(run: dict[str, Any], source: str) -> dict[str, Any]:
     """One tier's figures, from its benchmark JSON."""
     throughput = run.get("throughput") or {}
     memory = run.get("memory") or {}
+    busy = cores_busy_share(run)
     return {
         "nodes": run["nodes"],
         "source": source,
@@ -38,6 +57,8 @@ def tier_row(run: dict[str, Any], source: str) -> dict[str, Any]:
         "cpu_s_per_node_with_datastores": run.get("cpu_s_per_node_with_datastores"),
         "p99_ms": _p99(run),
         "makespan_ratio": run.get("makespan_ratio"),
+        "cores_busy_share": busy,
+        "bound_by": None if busy is None else "cores" if busy >= CORES_BOUND_SHARE else "one node",
         "first_pass": run.get("healthy_first_pass_rate"),
         "peak_total_rss_mb": memory.get("peak_total_rss_mb"),
         "machine_available_min_mb": memory.get("machine_available_min_mb"),
@@ -86,7 +107,28 @@ def compare_tiers(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
             for ratio in (row["throughput_vs_smallest"], row["cpu_vs_smallest"])
         )
     speed, soak = settings.pop()
-    return {"speed": speed, "soak_hours": soak, "linear_within": LINEAR_WITHIN, "tiers": rows}
+    return {
+        "speed": speed,
+        "soak_hours": soak,
+        "linear_within": LINEAR_WITHIN,
+        "throughput_note": _throughput_note(base),
+        "tiers": rows,
+    }
+
+
+def _throughput_note(smallest: dict[str, Any]) -> str | None:
+    """Why the throughput ratios do not measure linearity, when the smallest tier left the cores
+    idle: its rate is one node's lab time over the makespan, and a tier that fills the cores
+    delivers more nodes an hour on the same machine."""
+    if smallest["bound_by"] != "one node":
+        return None
+    return (
+        f"the {smallest['nodes']}-node tier kept the cores {smallest['cores_busy_share']:.0%} busy "
+        f"and ended {smallest['makespan_ratio']} times one node's time: its throughput is bound "
+        "by one node's time, not by the machine, so a larger tier's throughput ratio measures "
+        "the room the smaller left, not linearity; compare CPU a node, or tiers that both "
+        f"keep the cores {CORES_BOUND_SHARE:.0%} busy or more"
+    )
 
 
 def tiers_plot(table: dict[str, Any], path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from lab.bench import throughput
-from lab.bench_tiers import TiersRefused, compare_tiers
+from lab.bench_tiers import TiersRefused, compare_tiers, cores_busy_share
 
 
 def bench_run(nodes: int, per_real_hour: float, cpu: float, *, speed=4.0, soak=1.0) -> dict:
@@ -62,6 +62,34 @@ def test_a_tier_whose_throughput_falls_by_more_than_a_fifth_is_not_linear():
     assert table["tiers"][1]["linear"] is False
 
 
+def timed(run: dict, *, wall_s: float, lab: float, cpus: int = 2) -> dict:
+    """A run with the figures that say how busy it kept the cores."""
+    return {**run, "wall_s": wall_s, "lab_cpu_s_per_node": lab, "machine": {"cpus": cpus}}
+
+
+def test_a_tier_that_left_the_cores_idle_is_named_bound_by_one_node_and_its_throughput_explained():
+    # Session 30's 741 nodes at speed 4: 0.904 s a node with the datastores, the lab 0.278 s,
+    # 2,167.8 real s on two cores: a fifth of the machine.
+    idle = timed({**bench_run(741, 1210.7, 0.705), "cpu_s_per_node_with_datastores": 0.904},
+                 wall_s=2167.8, lab=0.278)  # fmt: skip
+    assert cores_busy_share(idle) == round((0.904 + 0.278) * 741 / (2167.8 * 2), 3) == 0.202
+    full = timed({**bench_run(5000, 4000.0, 0.75), "cpu_s_per_node_with_datastores": 0.95},
+                 wall_s=4000.0, lab=0.4)  # fmt: skip
+    table = compare_tiers([("741", idle), ("5000", full)])
+    smallest, largest = table["tiers"]
+    assert (smallest["bound_by"], largest["bound_by"]) == ("one node", "cores")
+    assert largest["cores_busy_share"] == round(1.35 * 5000 / 8000, 3)
+    # The verdict stays the issue's: a rate 3.3 times the smallest's is not "within 20%".
+    assert largest["linear"] is False
+    assert "741-node tier kept the cores 20% busy and ended 1.04 times" in table["throughput_note"]
+    # Two tiers that both fill the cores compare as they are, with nothing to explain.
+    busy = timed(bench_run(741, 4100.0, 0.75), wall_s=700.0, lab=0.4)
+    assert compare_tiers([("741", busy), ("5000", full)])["throughput_note"] is None
+    # A JSON without the figures (older runs) says nothing about what bound it.
+    untimed = compare_tiers([("a", bench_run(741, 1.0, 1)), ("b", bench_run(5000, 1.0, 1))])
+    assert untimed["tiers"][0]["bound_by"] is None
+
+
 @pytest.mark.parametrize(
     "runs, words",
     [
@@ -106,6 +134,25 @@ def test_the_command_writes_the_table_and_the_plot(tmp_path):
     assert [row["nodes"] for row in table["tiers"]] == [741, 2000]
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "2000 nodes: 1420.0 a real hour (x0.959)" in out.getvalue()
+    assert "cores ? busy" in out.getvalue() and "note:" not in out.getvalue()
+
+
+def test_the_command_prints_why_the_throughput_of_an_idle_smallest_tier_does_not_compare(tmp_path):
+    paths = []
+    for nodes, rate, wall_s in ((741, 1210.7, 2167.8), (5000, 4000.0, 4000.0)):
+        path = tmp_path / f"bench-{nodes}.json"
+        path.write_text(json.dumps(timed(bench_run(nodes, rate, 0.7), wall_s=wall_s, lab=0.3)))
+        paths.append(str(path))
+    out = io.StringIO()
+    call_command(
+        "bench_tiers", *paths, json=str(tmp_path / "tiers.json"), plot=str(tmp_path / "t.png"),
+        stdout=out,
+    )  # fmt: skip
+    assert "741 nodes: 1210.7 a real hour (x1.0), CPU 0.7 s a node (x1.0)" in out.getvalue()
+    assert "cores 22% busy" in out.getvalue()
+    assert "note: the 741-node tier kept the cores 22% busy" in out.getvalue()
+    table = json.loads((tmp_path / "tiers.json").read_text())
+    assert table["throughput_note"].startswith("the 741")
 
 
 def test_the_command_names_a_file_that_is_not_a_benchmark_json(tmp_path):

@@ -40,9 +40,16 @@ class Command(BaseCommand):
                 f"{row['nodes']:>6} nodes: {row['nodes_per_real_hour']} a real hour "
                 f"(x{row['throughput_vs_smallest']}), CPU {row['cpu_s_per_node']} s a node "
                 f"(x{row['cpu_vs_smallest']}), p99 {row['p99_ms']} ms, peak memory "
-                f"{row['peak_total_rss_mb']} MB, {'linear' if row['linear'] else 'NOT linear'}"
+                f"{row['peak_total_rss_mb']} MB, cores {_share(row['cores_busy_share'])} busy, "
+                f"{'linear' if row['linear'] else 'NOT linear'}"
             )
+        if table["throughput_note"]:
+            self.stdout.write(f"note: {table['throughput_note']}")
         self.stdout.write(f"written to {path} and {plot}")
+
+
+def _share(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0%}"
 
 
 def _read_run(name: str) -> dict:
