@@ -36,6 +36,7 @@ from ..models import AgentCommand, AgentSession, BootCredential
 from ..scheduling import nudge_runs_of_node
 from .intervals import (
     INTERVAL_FACTS,
+    LIVE_AGENTS,
     interval,
     interval_facts,
     poll_interval,
@@ -345,6 +346,7 @@ def poll(session: AgentSession, known: set[int]) -> tuple[list[dict[str, Any]], 
         AgentCommand.objects.filter(pk__in=queued, status=CommandStatus.QUEUED).update(
             status=CommandStatus.SENT, sent_at=now
         )
+    LIVE_AGENTS.saw(session.pk)
     if hasattr(session, "command_running"):
         poll_s = interval(vars(session), sent_now=bool(queued))
     else:

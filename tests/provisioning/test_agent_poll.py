@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from provisioning.agents import intervals
 from provisioning.agents import link as agent_link
-from provisioning.agents.intervals import poll_interval
+from provisioning.agents.intervals import LIVE_AGENTS, poll_interval
+from provisioning.agents.poll_load import LiveAgents
 from provisioning.agents.sessions import CheckIn, check_in, poll, seen
 from provisioning.core.phases import OUT_OF_BAND_PHASE_NAMES, PHASE_NAMES
 from provisioning.models import AgentCommand, AgentSession, Run
@@ -120,6 +121,65 @@ def test_idle_without_a_run_and_gone_after_four_missed_polls(polling, node):
         expected_by=timezone.now() - timedelta(seconds=1)
     )
     assert agent_link.is_alive(node) is None
+
+
+def test_live_agents_counts_each_session_once_and_forgets_those_gone_quiet():
+    now = [1000.0]
+    agents = LiveAgents(window_s=120.0, clock=lambda: now[0])
+    for session_id in (1, 2, 3, 2, 1):
+        agents.saw(session_id)
+    assert agents.count() == 3
+    now[0] += 100.0
+    agents.saw(3)
+    assert agents.count() == 3  # all within two minutes
+    now[0] += 30.0
+    assert agents.count() == 1  # 1 and 2 last polled 130 s ago
+    now[0] += 0.5
+    agents.saw(4)
+    assert agents.count() == 2  # a newcomer counts at once, pruning or not
+
+
+@pytest.fixture
+def fleet_of(settings):
+    """Agents polling this process besides the test's own, at a budget of 10 polls a second."""
+    settings.GREENLIGHT_AGENT_POLLS_PER_S = 10.0
+    LIVE_AGENTS.forget()
+
+    def polled(count: int) -> None:
+        for session_id in range(10**6, 10**6 + count):
+            LIVE_AGENTS.saw(session_id)
+
+    yield polled
+    LIVE_AGENTS.forget()
+
+
+def test_a_large_fleet_stretches_only_the_intervals_of_agents_that_expect_nothing_soon(
+    polling, node, fleet_of
+):
+    """300 agents at a budget of 10 polls a second: none that expects nothing is told to come
+    back sooner than 30 s; one whose next command is likely within seconds still polls short."""
+    run, session = polling
+    fleet_of(300)
+    assert poll_interval(node.pk) == 2.0  # just checked in: its first command is coming
+    _age(session, 600)
+    assert poll_interval(node.pk) == 30.0  # in band and settled: 10 s without the fleet
+    Run.objects.filter(pk=run.pk).update(current_phase="hgx_firmware")
+    assert poll_interval(node.pk) == 60.0  # the quiet phase's own interval is longer already
+    command = agent_link.send(session, run, "secure_erase", "secure_erase", {})
+    fleet_of(450)
+    commands, told = poll(session, set())  # this poll counts its own agent too: 451
+    assert [c["id"] for c in commands] == [command.pk] and told == pytest.approx(45.1)
+    # A fleet past the budget at the longest interval is told that, not longer: liveness and
+    # the agents' keep-alive were judged on it (greenlight.W001).
+    fleet_of(5000)
+    assert poll(session, {command.pk})[1] == intervals.longest_interval_s() == 60.0
+
+
+def test_a_poll_counts_its_agent_among_the_live_ones(polling, fleet_of):
+    run, session = polling
+    poll(session, set())
+    poll(session, set())
+    assert LIVE_AGENTS.count() == 1
 
 
 def _poll_over_http(client, token, known=()):
