@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import threading
@@ -340,7 +339,7 @@ def calibrate(config: LabRunConfig, log_dir: Path) -> float:
                              "seed": config.seed + 500})  # fmt: skip
     with LabRun(single, log_dir=log_dir / "calibration") as lab:
         result = lab.run_pass()
-    return statistics.median(n["lab_seconds"] for n in result["nodes"])
+    return bench_calibration.single_node_lab_s(result, config.timeout_s)
 
 
 def run_bench(

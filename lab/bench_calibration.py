@@ -8,6 +8,7 @@ uncommitted changes is nobody's commit, so its calibration is never reused.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -42,6 +43,19 @@ def current_commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return ""
     return f"{sha}-dirty" if changed else sha
+
+
+def single_node_lab_s(calibration_pass: dict, timeout_s: float) -> float:
+    """One node's uncontended lab time from a calibration rack's pass (LabRun.run_pass): the
+    median of its nodes. Refused when the pass did not finish: a node still running has no end,
+    and a calibration of 0.1 lab s was once stored from a rack stopped by --timeout."""
+    if not calibration_pass["finished"]:
+        raise CalibrationRefused(
+            f"the calibration rack did not finish within --timeout {timeout_s:g} real s "
+            f"({len(calibration_pass['nodes'])} nodes, one node takes about its lab time over "
+            "--speed): nothing stored; give the run a longer --timeout"
+        )
+    return statistics.median(node["lab_seconds"] for node in calibration_pass["nodes"])
 
 
 def save(path: Path, config: LabRunConfig, single_node_lab_s: float, commit: str) -> Calibration:

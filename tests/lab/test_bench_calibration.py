@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from lab import bench_calibration
-from lab.bench_calibration import CalibrationRefused, load, save
+from lab.bench_calibration import CalibrationRefused, load, save, single_node_lab_s
 from lab.run import LabRunConfig
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -17,6 +17,18 @@ SHA = "0123456789abcdef0123456789abcdef01234567"
 
 def _config(**kw) -> LabRunConfig:
     return LabRunConfig(**{"nodes": 5, "speed": 4.0, "soak_hours": 1.0, **kw})
+
+
+def test_one_node_is_the_median_of_a_finished_calibration_rack():
+    nodes = [{"lab_seconds": s} for s in (8310.0, 8290.5, 8303.8, 8400.0, 8301.0)]
+    assert single_node_lab_s({"finished": True, "nodes": nodes}, 7200) == 8303.8
+
+
+def test_a_calibration_rack_stopped_by_the_time_limit_is_no_calibration():
+    # What the lab reports of a node still in its burn-in when --timeout passed (session 31).
+    nodes = [{"lab_seconds": 0.1, "final_state": "provisioning"}] * 5
+    with pytest.raises(CalibrationRefused, match=r"did not finish within --timeout 1800 real s"):
+        single_node_lab_s({"finished": False, "nodes": nodes}, 1800)
 
 
 def test_the_commit_is_read_from_this_checkout():
