@@ -172,6 +172,7 @@ class LiveWatcher:
         self.out = out
         self.received: list[tuple[float, dict]] = []
         self.disconnects = 0
+        self.unreadable_lines = 0
         self.proc: subprocess.Popen | None = None
         from django.contrib.auth.models import Group
 
@@ -194,11 +195,21 @@ class LiveWatcher:
             raise RuntimeError("the live watcher did not connect")
         self.connected_at = timezone.now()
 
-    def stop(self) -> None:
+    def stop_watching(self) -> None:
         if self.proc is not None:
             processes.stop(self.proc)
+            self.proc = None
+
+    def read(self) -> None:
+        """What the watcher wrote; a line that is not JSON is counted and left out (one torn
+        line once cost a whole 5,000-node run its results)."""
+        records = []
         with self.out.open() as lines:
-            records = [json.loads(line) for line in lines]
+            for line in lines:
+                try:
+                    records.append(json.loads(line))
+                except ValueError:
+                    self.unreadable_lines += 1
         self.received = [(r["at"], r["batch"]) for r in records if "batch" in r]
         # Sockets the server closed during the run (the watcher reconnected each, as a page does).
         self.disconnects = sum(1 for r in records if "closed" in r)
@@ -369,18 +380,23 @@ def run_bench(
         )
         watcher = LiveWatcher(lab.env_url, racks, log_dir / "live-batches.jsonl")
         watcher.start()
-        sampler = ResourceSampler(lab.web, lab.agent_api, lab.workers)
-        sampler.start()
-        yardstick = Yardstick()
-        yardstick.start()
-        started = time.time()
-        runs = lab.start_pass()
-        finished = lab.wait(runs)
-        wall_s = time.time() - started
-        sampler.stop()
-        yardstick.stop()
-        time.sleep(1.0)  # the last coalescing window
-        watcher.stop()
+        try:
+            sampler = ResourceSampler(lab.web, lab.agent_api, lab.workers)
+            sampler.start()
+            yardstick = Yardstick()
+            yardstick.start()
+            started = time.time()
+            runs = lab.start_pass()
+            finished = lab.wait(runs)
+            wall_s = time.time() - started
+            sampler.stop()
+            yardstick.stop()
+            time.sleep(1.0)  # the last coalescing window
+        finally:
+            # Its process leads a session of its own: a run stopped by a signal left it writing
+            # into the next run's file (session 31).
+            watcher.stop_watching()
+        watcher.read()
         nodes = lab.summary(runs)
         run_ids = [r.pk for r in runs.values()]
         steps = Run.objects.filter(pk__in=run_ids).aggregate(total=Sum("step"))["total"] or 0
@@ -451,6 +467,7 @@ def run_bench(
             "p99": _round(percentile(latencies, 0.99)),
             "events": len(latencies),
             "disconnects": watcher.disconnects,
+            "unreadable_lines": watcher.unreadable_lines,
             "p99_by_kind": {k: _round(percentile(v, 0.99)) for k, v in sorted(by_kind.items())},
         },
         "speed": config.speed,
