@@ -119,39 +119,40 @@ def test_runs_that_are_not_tiers_are_refused_saying_why(runs, words):
         compare_tiers(runs)
 
 
-def test_the_command_writes_the_table_and_the_plot(tmp_path):
+def run_tiers_command(tmp_path, runs: list[dict]) -> tuple[str, dict]:
+    """`manage.py bench_tiers` over `runs` written as files: what it printed, and its table."""
     paths = []
-    for nodes, rate in ((741, 1480.0), (2000, 1420.0)):
-        path = tmp_path / f"bench-{nodes}.json"
-        path.write_text(json.dumps(bench_run(nodes, rate, 0.8)))
+    for run in runs:
+        path = tmp_path / f"bench-{run['nodes']}.json"
+        path.write_text(json.dumps(run))
         paths.append(str(path))
     out = io.StringIO()
     call_command(
         "bench_tiers", *paths, json=str(tmp_path / "tiers.json"), plot=str(tmp_path / "t.png"),
         stdout=out,
     )  # fmt: skip
-    table = json.loads((tmp_path / "tiers.json").read_text())
+    return out.getvalue(), json.loads((tmp_path / "tiers.json").read_text())
+
+
+def test_the_command_writes_the_table_and_the_plot(tmp_path):
+    printed, table = run_tiers_command(
+        tmp_path, [bench_run(741, 1480.0, 0.8), bench_run(2000, 1420.0, 0.8)]
+    )
     assert [row["nodes"] for row in table["tiers"]] == [741, 2000]
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "2000 nodes: 1420.0 a real hour (x0.959)" in out.getvalue()
-    assert "cores ? busy" in out.getvalue() and "note:" not in out.getvalue()
+    assert "2000 nodes: 1420.0 a real hour (x0.959)" in printed
+    assert "cores ? busy" in printed and "note:" not in printed
 
 
 def test_the_command_prints_why_the_throughput_of_an_idle_smallest_tier_does_not_compare(tmp_path):
-    paths = []
-    for nodes, rate, wall_s in ((741, 1210.7, 2167.8), (5000, 4000.0, 4000.0)):
-        path = tmp_path / f"bench-{nodes}.json"
-        path.write_text(json.dumps(timed(bench_run(nodes, rate, 0.7), wall_s=wall_s, lab=0.3)))
-        paths.append(str(path))
-    out = io.StringIO()
-    call_command(
-        "bench_tiers", *paths, json=str(tmp_path / "tiers.json"), plot=str(tmp_path / "t.png"),
-        stdout=out,
-    )  # fmt: skip
-    assert "741 nodes: 1210.7 a real hour (x1.0), CPU 0.7 s a node (x1.0)" in out.getvalue()
-    assert "cores 22% busy" in out.getvalue()
-    assert "note: the 741-node tier kept the cores 22% busy" in out.getvalue()
-    table = json.loads((tmp_path / "tiers.json").read_text())
+    runs = [
+        timed(bench_run(nodes, rate, 0.7), wall_s=wall_s, lab=0.3)
+        for nodes, rate, wall_s in ((741, 1210.7, 2167.8), (5000, 4000.0, 4000.0))
+    ]
+    printed, table = run_tiers_command(tmp_path, runs)
+    assert "741 nodes: 1210.7 a real hour (x1.0), CPU 0.7 s a node (x1.0)" in printed
+    assert "cores 22% busy" in printed
+    assert "note: the 741-node tier kept the cores 22% busy" in printed
     assert table["throughput_note"].startswith("the 741")
 
 
