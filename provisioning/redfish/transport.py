@@ -155,7 +155,12 @@ class Transport:
         try:
             if self.session_token and self.session_uri:
                 try:
-                    self.request("DELETE", self.session_uri, retry=False)
+                    # A session the BMC already closed (its own idle timeout, a reboot) answers
+                    # 401 or 404: logging in again only to log out would leave a new session
+                    # behind, holding one of the BMC's few slots.
+                    self.request("DELETE", self.session_uri, retry=False, relogin=False)
+                except (errors.AuthenticationRefused, errors.ResourceMissing):
+                    log.debug("session on %s already closed by the BMC", self.base_url)
                 except errors.RedfishError as exc:
                     log.warning("logout from %s failed: %s", self.base_url, exc)
         finally:
@@ -217,10 +222,12 @@ class Transport:
         auth: bool = True,
         retry: bool = True,
         timeout: float | None = None,
+        relogin: bool = True,
     ) -> Answer:
         """Send one request with bounded retries for 503 and dropped connections only.
 
-        `timeout` overrides the client's for this request (an image upload takes minutes)."""
+        `timeout` overrides the client's for this request (an image upload takes minutes);
+        `relogin` False answers a 401 on an expired session as it is, without a new login."""
         url = self.absolute(path)
         if method not in ("GET", "HEAD"):
             self.writes += 1
@@ -285,7 +292,13 @@ class Transport:
                     "again",
                     status=401,
                 )
-            if response.status_code == 401 and auth and self.session_token and not self._relogged:
+            if (
+                response.status_code == 401
+                and auth
+                and relogin
+                and self.session_token
+                and not self._relogged
+            ):
                 # A session can expire under us (BMC reboot, idle timeout): log in afresh once.
                 self._relogged = True
                 self.session_token = None
