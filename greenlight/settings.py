@@ -467,9 +467,10 @@ if GREENLIGHT_NETBOX_URL and GREENLIGHT_NETBOX_TOKEN:
         "schedule": _NETBOX_SYNC_SECONDS,
     }
 # Real seconds an open BMC session waits in a worker's pool for the next step of that node;
-# 0 turns pooling off (every step logs in and out). Keep it under the BMCs' SessionTimeout
-# (provisioning/redfish/pool.py says why 240).
-GREENLIGHT_BMC_SESSION_IDLE_S = env_float("GREENLIGHT_BMC_SESSION_IDLE_S", 240.0, minimum=0)
+# 0 turns pooling off (every step logs in and out). A BMC whose own SessionTimeout is shorter
+# closes it first, which costs a login at the next step (provisioning/redfish/pool.py says why
+# 1,800).
+GREENLIGHT_BMC_SESSION_IDLE_S = env_float("GREENLIGHT_BMC_SESSION_IDLE_S", 1800.0, minimum=0)
 # Wall seconds a worker holds a run while taking one step; past it, another worker may take over.
 GREENLIGHT_STEP_LEASE_S = env_float("GREENLIGHT_STEP_LEASE_S", 120.0, above=0)
 # Wall seconds a phase is given at the least, whatever its limit on a scaled clock: what a phase

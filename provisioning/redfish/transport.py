@@ -100,13 +100,10 @@ class Transport:
         else:
             # https without a pin: ordinary CA verification; checking is never switched off.
             verify = default_context()
-        # The User-Agent names the worker and its site: a hall's BMC logs show who called.
-        self._http = httpx.Client(
-            timeout=timeout,
-            verify=verify,
-            follow_redirects=False,
-            headers={"User-Agent": user_agent()},
-        )
+        self._verify = verify
+        self._http = self._new_http()
+        # Set by release_connections: the next request opens a connection (and client) anew.
+        self._released = False
         self._slot = bmc_slot(self.base_url, max_concurrency)
         self.session_token: str | None = None
         self.session_uri: str | None = None
@@ -166,6 +163,27 @@ class Transport:
         finally:
             self.session_token = None
             self._http.close()
+
+    def release_connections(self) -> None:
+        """Close the open connections but keep the session: the next request connects anew
+        and sends the same token. For a client that waits long between steps (a pool's)."""
+        if not self._released:
+            self._released = True
+            self._http.close()
+
+    @property
+    def holds_connections(self) -> bool:
+        """Whether connections may be open (none after release_connections until next used)."""
+        return not self._released and not self._http.is_closed
+
+    def _new_http(self) -> httpx.Client:
+        # The User-Agent names the worker and its site: a hall's BMC logs show who called.
+        return httpx.Client(
+            timeout=self.timeout,
+            verify=self._verify,
+            follow_redirects=False,
+            headers={"User-Agent": user_agent()},
+        )
 
     def drop(self) -> None:
         """Close the connections without logging out (the BMC is not answering anyway)."""
@@ -336,6 +354,9 @@ class Transport:
             **extra,
             **(headers or {}),
         }
+        if self._released:
+            self._released = False
+            self._http = self._new_http()
         with self._slot:
             return self._http.request(
                 method,
