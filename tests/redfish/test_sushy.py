@@ -212,3 +212,16 @@ def test_a_refused_first_boot_still_powers_on_and_says_why(sushy, rack):
         look(run, "boot_ephemeral")
     with client(sushy) as c:
         c.reset(PowerAction.OFF)
+
+
+def test_a_client_that_let_its_connection_go_connects_again_over_the_pinned_tls(sushy):
+    # A pooled client idle past httpx's keep-alive closes its connection and keeps its session
+    # (provisioning/redfish/pool.py; the lab test counts the sockets: sushy closes each
+    # connection after its answer). Its next step must connect anew, pin checked and
+    # credentials sent, to a server the project did not write.
+    with client(sushy) as c:
+        assert c.system_info().id == SYSTEM_UUID
+        c.transport.release_connections()
+        assert not c.transport.holds_connections
+        assert c.power_state() in (PowerState.ON, PowerState.OFF)
+        assert c.transport.holds_connections
