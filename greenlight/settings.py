@@ -476,5 +476,13 @@ GREENLIGHT_STEP_LEASE_S = env_float("GREENLIGHT_STEP_LEASE_S", 120.0, above=0)
 # Wall seconds a phase is given at the least, whatever its limit on a scaled clock: what a phase
 # waits on (a process restart, a TLS handshake, a queue's lag) takes real seconds at any scale.
 GREENLIGHT_PHASE_MIN_REAL_S = env_float("GREENLIGHT_PHASE_MIN_REAL_S", 60.0, minimum=0)
+# A deployment's runs start only while the workers keep up (provisioning/admission.py): while
+# the oldest look due waits less than this many wall seconds for a worker; the others wait queued
+# and the sweep admits up to GREENLIGHT_ADMISSION_BATCH of them a sweep, oldest first.
+GREENLIGHT_ADMISSION_LAG_S = env_float("GREENLIGHT_ADMISSION_LAG_S", 10.0, above=0)
+GREENLIGHT_ADMISSION_BATCH = env_int("GREENLIGHT_ADMISSION_BATCH", 50, minimum=1)
+# At most this many runs under way at once, as Ironic's max_concurrent_deploy (0: no cap; the
+# lag above already holds a deployment to what the workers take).
+GREENLIGHT_MAX_RUNS_IN_FLIGHT = env_int("GREENLIGHT_MAX_RUNS_IN_FLIGHT", 0, minimum=0)
 # Wall seconds past a run's due look before the sweep re-sends it.
 GREENLIGHT_SWEEP_GRACE_S = env_float("GREENLIGHT_SWEEP_GRACE_S", 30.0, minimum=0)

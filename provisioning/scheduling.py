@@ -124,9 +124,20 @@ def nudge_runs_of_node(node_id: int) -> None:
 
 def _send_nudged(nudged: list[tuple[int, int, str]]) -> None:
     # A run RUNNING when the nudge was written is looked at again when its step hands it over
-    # (hand_over_step sees the nudge); one waiting or queued is sent its step here.
+    # (hand_over_step sees the nudge); one waiting or started is sent its step here. A run held
+    # for room (admission.py: queued without a look) is not: the sweep starts it in its turn.
+    queued = [run_id for run_id, _, status in nudged if status == RunStatus.QUEUED]
+    held = (
+        set(
+            Run.objects.filter(pk__in=queued, next_look_at__isnull=True).values_list(
+                "pk", flat=True
+            )
+        )
+        if queued
+        else set()
+    )
     for run_id, step, status in nudged:
-        if status in (RunStatus.QUEUED, RunStatus.WAITING):
+        if status in (RunStatus.QUEUED, RunStatus.WAITING) and run_id not in held:
             send_step(run_id, step)
 
 

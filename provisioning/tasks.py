@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import before_task_publish, worker_shutdown
 
+from .admission import admit_held_runs
 from .core import engine
 from .core.sweep import dispatch_due, queue_lag_s, stamp_sent_at
 from .core.sweep import sweep as sweep_runs
@@ -61,8 +62,9 @@ def power_cycle_rack_member(member_id: int) -> None:
 
 @shared_task(name=SWEEP_TASK, bind=True)
 def sweep(self) -> int:
-    """Re-send lost steps, send the steps coming due and advance open rollouts (Celery beat
-    runs this periodically); return how many steps were sent."""
+    """Re-send lost steps, send the steps coming due, start the held runs the workers have
+    room for and advance open rollouts (Celery beat runs this periodically); return how many
+    steps were sent."""
     # A rollout whose wake-up message was lost moves on here.
     rollouts.advance_open_rollouts()
     # Likewise a rack run: a lost wake-up, a check whose observation never came back.
@@ -71,7 +73,7 @@ def sweep(self) -> int:
     resent = sweep_runs(queue_lag_s=queue_lag_s(self.request))
     # Runs of a site whose own workers are all gone wait, and say so.
     hold_runs_of_unserved_sites()
-    return resent + dispatch_due()
+    return resent + dispatch_due() + admit_held_runs()
 
 
 @before_task_publish.connect

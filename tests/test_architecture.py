@@ -251,6 +251,7 @@ PROVISIONING_FLOORS: tuple[tuple[str, ...], ...] = (
         "clock",
         "artifacts",
         "scheduling",
+        "admission",
         "step_writes",
         "site_work",
         "rack_models",

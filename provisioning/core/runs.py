@@ -17,6 +17,7 @@ from fleet.events import record as record_event
 from fleet.lifecycle import RUN_STARTABLE_STATES, TransitionError, transition
 from fleet.models import Manifest, Node
 
+from ..admission import start_or_hold
 from ..choices import ACTIVE_RUN_STATUSES, PhaseStatus, RunKind, RunStatus, Stage
 from ..models import PhaseRecord, Run
 from ..scheduling import kick_off
@@ -38,8 +39,11 @@ def start_run(
     kind: str = RunKind.PROVISION,
     manifest: Manifest | None = None,
     move_node: bool = True,
+    when_the_workers_keep_up: bool = False,
 ) -> Run:
-    """Start a run bringing `node` to its SKU's published manifest."""
+    """Start a run bringing `node` to its SKU's published manifest. With
+    `when_the_workers_keep_up` (a deployment's many runs) it may wait queued until the workers
+    have room (admission.py)."""
     _require(actor, "fleet.start_run")
     manifest = manifest or Manifest.current_for(node.sku)
     if manifest is None:
@@ -70,7 +74,10 @@ def start_run(
                 message=f"{kind} run to {manifest.sku.name} {manifest.version}",
                 data={"run": run.pk, "manifest": manifest.version},
             )
-            kick_off(run)
+            if when_the_workers_keep_up:
+                start_or_hold(run)
+            else:
+                kick_off(run)
     except IntegrityError:
         raise RunError(f"node {node.serial} already has an active run") from None
     except TransitionError as exc:
@@ -84,7 +91,8 @@ def start_runs(nodes, *, actor=None) -> tuple[dict[int, Run], dict[int, str]]:
     Each node commits on its own, so its first step and its events go out as it starts: in one
     transaction for 741 nodes, the first node's events waited for the last node's commit. One
     that cannot start (no manifest, already running) is reported by id with the reason and the
-    others start.
+    others start. Runs past what the workers keep up with wait queued, and the sweep starts them
+    as the queue shortens (admission.py).
     """
     _require(actor, "fleet.start_run")
     runs: dict[int, Run] = {}
@@ -94,7 +102,9 @@ def start_runs(nodes, *, actor=None) -> tuple[dict[int, Run], dict[int, str]]:
         if node.sku_id not in manifests:
             manifests[node.sku_id] = Manifest.current_for(node.sku)
         try:
-            runs[node.pk] = start_run(node, actor=actor, manifest=manifests[node.sku_id])
+            runs[node.pk] = start_run(
+                node, actor=actor, manifest=manifests[node.sku_id], when_the_workers_keep_up=True
+            )
         except RunError as exc:
             refused[node.pk] = str(exc)
     return runs, refused
