@@ -479,7 +479,7 @@ GREENLIGHT_PHASE_MIN_REAL_S = env_float("GREENLIGHT_PHASE_MIN_REAL_S", 60.0, min
 # A deployment's runs start only while the workers keep up (provisioning/admission.py): while
 # the oldest look due waits less than this many wall seconds for a worker; the others wait queued
 # and the sweep admits up to GREENLIGHT_ADMISSION_BATCH of them a sweep, oldest first.
-GREENLIGHT_ADMISSION_LAG_S = env_float("GREENLIGHT_ADMISSION_LAG_S", 10.0, above=0)
+GREENLIGHT_ADMISSION_LAG_S = env_float("GREENLIGHT_ADMISSION_LAG_S", 30.0, above=0)
 GREENLIGHT_ADMISSION_BATCH = env_int("GREENLIGHT_ADMISSION_BATCH", 50, minimum=1)
 # At most this many runs under way at once, as Ironic's max_concurrent_deploy (0: no cap; the
 # lag above already holds a deployment to what the workers take).

@@ -7,6 +7,7 @@ and applied by tick(), which the hall calls periodically and before every BMC an
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import threading
 from collections import Counter
@@ -163,16 +164,22 @@ class LabNode:
 
     def tick(self, now: float) -> None:
         """Apply every scheduled effect that is due at lab time `now`, in order."""
+        # The hall ticks every node 20 times a second: a node with nothing due answers without
+        # its lock (the heap's head is read whole under the GIL). Locked and sorted every tick,
+        # 5,000 nodes took a tenth of a core of the lab's, on the cores a benchmark measures.
+        timers = self._timers
+        if not timers or timers[0][0] > now:
+            return
         while True:
             with self._lock:
-                self._timers.sort(key=lambda t: (t[0], t[1]))
-                if not self._timers or self._timers[0][0] > now:
+                if not timers or timers[0][0] > now:
                     return
-                _, _, effect = self._timers.pop(0)
+                _, _, effect = heapq.heappop(timers)
                 effect()
 
     def _after(self, now: float, seconds: float, effect: Callable[[], None]) -> None:
-        self._timers.append((now + seconds, next(self._seq), effect))
+        # A heap by (due, sequence): the sequence is unique, so effects are never compared.
+        heapq.heappush(self._timers, (now + seconds, next(self._seq), effect))
 
     def schedule(self, now: float, seconds: float, effect: Callable[[], None]) -> None:
         """Run `effect` at lab time `now + seconds` (lab.rack's effects across members)."""

@@ -208,10 +208,24 @@ def stop(proc: subprocess.Popen, timeout: float = 15.0) -> None:
     proc.wait()
 
 
+# Set by the first SIGTERM. The KeyboardInterrupt the handler raises lands wherever the main
+# thread is, and there Python may swallow it: a 5,000-node benchmark took its SIGTERM inside a
+# weakref callback ("Exception ignored in"), ignored every later one and ran on for 13 minutes.
+_stopping = threading.Event()
+
+
 def _interrupt(signum: int, frame: Any) -> None:
     # Once: a second SIGTERM must not cut short the stopping that the first one started.
     signal.signal(signum, signal.SIG_IGN)
+    _stopping.set()
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def raise_if_stopping() -> None:
+    """Raise the KeyboardInterrupt of a SIGTERM taken earlier, in case it was swallowed where it
+    landed; a run's waiting loops call this."""
+    if _stopping.is_set():
+        raise KeyboardInterrupt("signal 15 (taken earlier)")
 
 
 def interrupt_on_sigterm() -> Callable[[], None]:
@@ -225,8 +239,14 @@ def interrupt_on_sigterm() -> Callable[[], None]:
     """
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
+    _stopping.clear()
     previous = signal.signal(signal.SIGTERM, _interrupt)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+        _stopping.clear()
+
+    return restore
 
 
 def kill(proc: subprocess.Popen) -> None:

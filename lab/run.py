@@ -185,8 +185,15 @@ class LabRun:
         # a second was a fifth of the lab's CPU, on the cores the control plane is measured on.
         span = (min(ids), max(ids)) if ids else (0, -1)
         active = Run.objects.filter(pk__range=span, status__in=ACTIVE_RUN_STATUSES)
+        # The runs of one pass are usually the whole range: then whether any is active is one
+        # EXISTS, not 5,000 ids read four times a second (a sixth of the lab's CPU at 5,000).
+        whole_range = len(ids) == span[1] - span[0] + 1
         while time.monotonic() < deadline:
-            if not ids.intersection(active.values_list("pk", flat=True)):
+            processes.raise_if_stopping()
+            if whole_range:
+                if not active.exists():
+                    return True
+            elif not ids.intersection(active.values_list("pk", flat=True)):
                 return True
             time.sleep(poll_s)
         return False

@@ -62,22 +62,21 @@ def in_flight() -> int:
 
 def room(now: datetime | None = None) -> Room:
     """How many held runs may start now."""
-    lag = steps_behind_s(now)
-    if lag > settings.GREENLIGHT_ADMISSION_LAG_S:
+    # The words stay the same while the reason does: a sweep writes them on the held runs whose
+    # words differ, and a lag in seconds would rewrite thousands of rows every sweep.
+    lag_limit = settings.GREENLIGHT_ADMISSION_LAG_S
+    if steps_behind_s(now) > lag_limit:
         return Room(
             0,
-            f"waiting for the workers: the queue is {lag:.0f} s behind "
-            f"(GREENLIGHT_ADMISSION_LAG_S {settings.GREENLIGHT_ADMISSION_LAG_S:g})",
+            f"waiting for the workers: their queue is over {lag_limit:g} s behind "
+            "(GREENLIGHT_ADMISSION_LAG_S)",
         )
     cap = settings.GREENLIGHT_MAX_RUNS_IN_FLIGHT
     if not cap:
         return Room(None)
     under_way = in_flight()
     if under_way >= cap:
-        return Room(
-            0,
-            f"waiting for a slot: {under_way} runs under way (GREENLIGHT_MAX_RUNS_IN_FLIGHT {cap})",
-        )
+        return Room(0, f"waiting for a slot: {cap} runs under way (GREENLIGHT_MAX_RUNS_IN_FLIGHT)")
     return Room(cap - under_way)
 
 

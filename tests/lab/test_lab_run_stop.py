@@ -62,3 +62,21 @@ def test_a_sigterm_stops_the_runs_servers_workers_and_lab(tmp_path):
     assert proc.returncode != 0, out
     assert left == []
     assert "summary written" not in out
+
+
+def test_a_sigterm_swallowed_where_it_landed_still_stops_the_waiting_loop():
+    # A 5,000-node benchmark took its SIGTERM inside a weakref callback, where Python prints
+    # "Exception ignored in" and goes on; the handler ignored every later SIGTERM, and the run
+    # ran on for 13 minutes.
+    restore = processes.interrupt_on_sigterm()
+    try:
+        processes.raise_if_stopping()  # nothing taken yet
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except KeyboardInterrupt:
+            pass  # swallowed, as a weakref callback does
+        with pytest.raises(KeyboardInterrupt):
+            processes.raise_if_stopping()
+    finally:
+        restore()
+    processes.raise_if_stopping()  # the next run starts afresh
