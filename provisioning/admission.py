@@ -92,11 +92,6 @@ def start_or_hold(run: Run) -> bool:
     return False
 
 
-def held() -> int:
-    """How many runs wait to be admitted."""
-    return Run.objects.filter(status=RunStatus.QUEUED, next_look_at__isnull=True).count()
-
-
 def admit_held_runs(*, now: datetime | None = None) -> int:
     """Start the held runs there is room for, the oldest first, at most
     GREENLIGHT_ADMISSION_BATCH; return how many (the sweep calls this)."""
