@@ -81,15 +81,23 @@ def room(now: datetime | None = None) -> Room:
 
 
 def start_or_hold(run: Run) -> bool:
-    """Send a new run its first step if the workers keep up, or hold it QUEUED without a look,
-    saying why; True if it started. Called inside the transaction that created the run."""
+    """Send a new run its first step if the workers keep up and no run started earlier is held,
+    or hold it QUEUED without a look, saying why; True if it started. Called inside the
+    transaction that created the run."""
     space = room()
-    if space.any:
+    # Runs start in the order they were started: one held earlier (by this deployment or
+    # another) goes first, when the sweep finds room, even if the queue is short right now.
+    if space.any and not _held().exclude(pk=run.pk).exists():
         kick_off(run)
         return True
-    Run.objects.filter(pk=run.pk).update(wait_reason=space.why_not[:300])
-    run.wait_reason = space.why_not[:300]
+    why = space.why_not or "waiting for its turn: runs started earlier are held for the workers"
+    Run.objects.filter(pk=run.pk).update(wait_reason=why[:300])
+    run.wait_reason = why[:300]
     return False
+
+
+def _held():
+    return Run.objects.filter(status=RunStatus.QUEUED, next_look_at__isnull=True)
 
 
 def admit_held_runs(*, now: datetime | None = None) -> int:
@@ -97,7 +105,7 @@ def admit_held_runs(*, now: datetime | None = None) -> int:
     GREENLIGHT_ADMISSION_BATCH; return how many (the sweep calls this)."""
     now = now or timezone.now()
     space = room(now)
-    waiting = Run.objects.filter(status=RunStatus.QUEUED, next_look_at__isnull=True)
+    waiting = _held()
     if not space.any:
         # Say why on every held run, once: a run page shows the lag it waits for.
         if space.why_not:

@@ -134,3 +134,17 @@ def test_a_nudge_does_not_start_a_held_run_before_its_turn(django_capture_on_com
     with django_capture_on_commit_callbacks(execute=False) as sent:
         nudge(runs[0].pk)
     assert _steps(sent) == 1, "once started, a nudge sends its step as before"
+
+
+def test_a_run_started_while_others_are_held_waits_its_turn(django_capture_on_commit_callbacks):
+    lagging = _behind(60)
+    first = _deploy(1, django_capture_on_commit_callbacks)
+    # The queue keeps up again before the sweep came round: a later deployment must not start
+    # ahead of the run held first.
+    Run.objects.filter(pk=lagging.pk).update(status=RunStatus.RUNNING, next_look_at=None)
+    later = _deploy(1, django_capture_on_commit_callbacks)
+    assert _deploy.sent == 0
+    assert Run.objects.get(pk=later[0].pk).wait_reason.startswith("waiting for its turn")
+    with django_capture_on_commit_callbacks(execute=False):
+        assert admission.admit_held_runs() == 2
+    assert _held(first + later) == []
